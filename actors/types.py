@@ -1,0 +1,74 @@
+"""The data contracts between roles: one dataclass per boundary.
+
+Coordinator → RolloutWorker: rendered prompts and sampling settings.
+RolloutWorker → Coordinator: `Rollout` (token ids, logprobs, finish reasons, policy version).
+Coordinator → RewardPool: `ScoreRequest`; back: `ScoreResult`.
+Coordinator → Learner: `TrainBatch`; back: `LearnResult` and an exported `LoraUpdate`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Completion:
+    """One sampled completion of one prompt."""
+
+    token_ids: list[int]
+    logprobs: list[float]  # (T,) raw-distribution (temperature 1) logprob of each sampled token
+    text: str
+    finish_reason: str  # "stop" | "length" | …
+    policy_version: int  # the adapter version that produced it
+
+
+@dataclass
+class Rollout:
+    """A worker's answer to one generate call: groups[i] holds the n completions of prompts[i]."""
+
+    prompt_token_ids: list[list[int]]
+    groups: list[list[Completion]]
+    policy_version: int
+    worker_index: int
+    fingerprint: str  # of the weights served while generating
+    seconds: float
+
+
+@dataclass
+class ScoreRequest:
+    """A shard of completions to score; `columns` are the data row columns, one list per column."""
+
+    prompts: list[str]
+    completions: list[str]
+    columns: dict[str, list[Any]]
+
+
+@dataclass
+class ScoreResult:
+    rewards: list[float]
+    breakdowns: list[dict[str, float]]
+    failures: int = 0  # completions scored 0 because a reward function raised or timed out
+    failure_log: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TrainBatch:
+    """Everything the learner needs for one update. Sequences are flattened groups (B = G·n)."""
+
+    prompt_ids: list[list[int]]  # (B, P_i)
+    completion_ids: list[list[int]]  # (B, T_i)
+    rollout_logprobs: list[list[float]]  # (B, T_i) vLLM's logprobs, for the learner/rollout gap metric
+    advantages: list[float]  # (B,)
+    token_weights: list[list[float]] | None = None  # (B, T_i) DART weights
+    policy_version: int = 0
+
+
+@dataclass
+class LoraUpdate:
+    """The LoRA weights of one policy version, as pushed to every rollout worker."""
+
+    version: int
+    weights: dict[str, Any]  # PEFT state-dict key → CPU float32 tensor
+    fingerprint: str
+    scale: float  # lora_alpha / r, needed to merge

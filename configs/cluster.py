@@ -1,0 +1,19 @@
+"""How the job meets Ray."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ClusterConfig(BaseModel):
+    """Ray connection and local defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+    address: str | None = None
+    """Ray address; None uses RAY_ADDRESS or, when unset, starts a local Ray."""
+    local_num_cpus: int = Field(2, ge=1)
+    """CPUs of a locally started Ray."""
+    object_store_memory: int = Field(512 * 1024**2, ge=78 * 1024**2)
+    """Object store cap of a locally started Ray."""
+    include_dashboard: bool = False
+    """Start the dashboard with a local Ray."""

@@ -1,0 +1,33 @@
+"""The DeepSpeed ZeRO learner."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LearnerConfig(BaseModel):
+    """Learner ranks forming one torch.distributed group (gloo on CPU, NCCL on GPU)."""
+
+    model_config = ConfigDict(extra="forbid")
+    world_size: int = Field(1, ge=1, le=1024)
+    """Learner ranks (Ray actors)."""
+    zero_stage: Literal[0, 1, 2, 3] = 2
+    """DeepSpeed ZeRO stage."""
+    lr: float = Field(5e-6, gt=0, le=1.0)
+    """AdamW learning rate (seed: 5e-6 for the 7B)."""
+    weight_decay: float = Field(0.0, ge=0)
+    """AdamW weight decay."""
+    grad_clip: float = Field(1.0, gt=0)
+    """Gradient norm clip."""
+    micro_batch_size: int = Field(32, ge=1)
+    """Sequences per forward/backward on one rank."""
+    updates_per_batch: int = Field(1, ge=1, le=16)
+    """Optimizer passes over each rollout batch (1 = strictly on-policy)."""
+    num_cpus: float = Field(1.0, gt=0)
+    """CPUs per rank."""
+    num_gpus: float = Field(0.0, ge=0)
+    """GPUs per rank."""
+    gradient_checkpointing: bool = False
+    """Trade compute for memory (7B on GPU)."""

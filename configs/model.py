@@ -1,0 +1,59 @@
+"""Which policy model to train and how its LoRA adapter is shaped."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class TinyModelConfig(BaseModel):
+    """Shape of the offline random-weight Qwen2 built on first use (PLATFORM.md: head_dim >= 32)."""
+
+    model_config = ConfigDict(extra="forbid")
+    hidden_size: int = Field(128, ge=32, le=1024)
+    """Model width; hidden_size / num_heads must be a head size vLLM supports (32, 64, …)."""
+    num_layers: int = Field(4, ge=1, le=12)
+    """Transformer blocks."""
+    num_heads: int = Field(4, ge=1)
+    """Query heads."""
+    num_kv_heads: int = Field(2, ge=1)
+    """Key/value heads (grouped-query attention)."""
+    intermediate_size: int = Field(384, ge=32)
+    """FFN width."""
+    vocab_size: int = Field(2048, ge=512, le=32000)
+    """Target size of the byte-level BPE trained on the task's own text."""
+    max_position_embeddings: int = Field(1024, ge=128)
+    """Longest sequence the model accepts."""
+    seed: int = 0
+    """Seed of the random initial weights (the build is deterministic)."""
+
+
+class LoraConfig(BaseModel):
+    """The PEFT LoRA adapter the learner trains and the rollout workers serve."""
+
+    model_config = ConfigDict(extra="forbid")
+    r: int = Field(16, ge=1, le=256)
+    """LoRA rank (seed: 16)."""
+    alpha: int = Field(32, ge=1)
+    """LoRA alpha (seed: 32); the update is scaled by alpha / r."""
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    """Dropout on the LoRA input; 0 keeps old/new logprobs comparable."""
+    target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    """Linear layers that get an adapter."""
+
+
+class ModelConfig(BaseModel):
+    """The base model: `tiny` (built offline) or a local path / hub id of a Qwen2-family model."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = "tiny"
+    """`tiny` builds the offline test model; anything else is passed to from_pretrained / vLLM."""
+    tokenizer: str | None = None
+    """Tokenizer folder when it differs from the model's (the tiny model keeps its own)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """Weights dtype for the learner and vLLM (float32 on CPU: bf16 was not faster here)."""
+    tiny: TinyModelConfig = TinyModelConfig()
+    """Shape of the tiny model (only used when name == 'tiny')."""
+    lora: LoraConfig = LoraConfig()
+    """Adapter shape."""

@@ -1,0 +1,29 @@
+"""Which reward functions score completions and how the reward pool runs them."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RewardFn(BaseModel):
+    """One reward function: a registry name (`rule`, `gt`) or `package.module:function`."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    """Registry name or import path."""
+    weight: float = 1.0
+    """Weight in the weighted sum."""
+
+
+class RewardConfig(BaseModel):
+    """The RewardPool."""
+
+    model_config = ConfigDict(extra="forbid")
+    functions: list[RewardFn] = [RewardFn(name="gt")]
+    """Reward functions; the total is their weighted sum (capped to [0, 1] by each function)."""
+    num_actors: int = Field(2, ge=1, le=256)
+    """Reward actors scoring shards of a batch concurrently."""
+    timeout_s: float = Field(30.0, gt=0)
+    """Per-call timeout; a shard that exceeds it scores 0 and is counted."""
+    num_cpus: float = Field(0.25, gt=0)
+    """CPUs reserved per reward actor."""

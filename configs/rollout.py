@@ -1,0 +1,40 @@
+"""Rollout workers: how many vLLM engines, where, and how they sample."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RolloutConfig(BaseModel):
+    """vLLM rollout workers (one engine each)."""
+
+    model_config = ConfigDict(extra="forbid")
+    num_workers: int = Field(1, ge=1, le=1024)
+    """RolloutWorker actors; prompts are split evenly between them."""
+    tensor_parallel_size: int = Field(1, ge=1, le=64)
+    """vLLM tensor parallelism inside one worker (GPU only)."""
+    num_cpus: float = Field(1.0, gt=0)
+    """CPUs reserved per worker (Ray resource)."""
+    num_gpus: float = Field(0.0, ge=0)
+    """GPUs reserved per worker; 0 on CPU. With TP > 1 set this to the TP size."""
+    n: int = Field(8, ge=2, le=64)
+    """Completions per prompt (the GRPO group size; seed: 8)."""
+    temperature: float = Field(0.9, gt=0.0, le=3.0)
+    """Sampling temperature (seed: 0.9)."""
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    """Nucleus sampling."""
+    max_tokens: int = Field(350, ge=8, le=8192)
+    """Longest completion (seed: 350)."""
+    max_model_len: int = Field(1024, ge=64)
+    """Prompt + completion limit of the engine."""
+    serve_mode: Literal["adapter", "merged"] = "merged"
+    """`adapter`: vLLM LoRA serving, new adapter id per version; `merged`: merge the delta into a
+    pristine copy of the base weights and reload in place (2.2x faster generation on CPU)."""
+    kv_cache_memory_bytes: int = Field(256 * 1024**2, ge=16 * 1024**2)
+    """KV cache size; vLLM on CPU refuses to start without one."""
+    gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0)
+    """Fraction of GPU memory vLLM may take (GPU only)."""
+    eval_temperature: float = Field(0.0, ge=0.0)
+    """Temperature for evaluation (0 = greedy)."""

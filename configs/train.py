@@ -1,0 +1,49 @@
+"""The step loop: how long, how big, warm-up, evaluation, checkpoints, outputs."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class WarmupConfig(BaseModel):
+    """Optional SFT warm-up so a random tiny model learns the JSON format (the 7B skips it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = False
+    """Run the warm-up before RL."""
+    steps: int = Field(100, ge=0)
+    """Optimizer steps."""
+    lr: float = Field(2e-3, gt=0)
+    """Learning rate (full fine-tune of the base weights)."""
+    batch_size: int = Field(32, ge=1)
+    """Rows per step."""
+    seed_label_bug: bool = True
+    """Train on the seed's wrong combo labels (combo → check_balance) so RL has something to repair."""
+
+
+class TrainConfig(BaseModel):
+    """The Coordinator's loop."""
+
+    model_config = ConfigDict(extra="forbid")
+    steps: int = Field(100, ge=0)
+    """RL steps (each: generate → score → learn → push)."""
+    prompts_per_step: int = Field(16, ge=1)
+    """Prompts per step; each is sampled `rollout.n` times."""
+    seed: int = 0
+    """Seed of prompt order, sampling and initialisation."""
+    warmup: WarmupConfig = WarmupConfig()
+    """SFT warm-up stage."""
+    eval_before: bool = True
+    """Evaluate on the held-out set before RL."""
+    eval_after: bool = True
+    """Evaluate on the held-out set after RL."""
+    eval_limit: int | None = Field(None, ge=1)
+    """Evaluate on at most this many held-out rows (None: all)."""
+    checkpoint_every: int = Field(0, ge=0)
+    """Save the adapter every K steps (0: only at the end)."""
+    run_dir: str = "runs"
+    """Parent folder of run directories."""
+    run_name: str | None = None
+    """Run folder name (default: a timestamp)."""
+    progress: bool = True
+    """Show a progress bar."""

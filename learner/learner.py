@@ -1,0 +1,260 @@
+"""Learner: one rank of a DeepSpeed ZeRO engine over a PEFT LoRA model.
+
+Owns the trainable weights, the optimizer and the update. Given a `TrainBatch` (the coordinator has
+already computed advantages), each rank takes its shard, recomputes old logprobs, evaluates
+`policy_loss`, steps, and exports the LoRA weights (gathered under ZeRO-3). The KL reference is the same
+model with the adapter disabled — no second copy of the weights. Same code on CPU (gloo) and GPU (NCCL).
+
+>>> rank = Learner(model_dir, tok_dir, model_cfg, learner_cfg, algo_cfg)  # doctest: +SKIP
+>>> rank.setup("127.0.0.1", free_port()); rank.train_step(batch); rank.export_lora(1)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from contextlib import nullcontext
+from typing import Any
+
+import torch
+
+from actors.types import LoraUpdate, TrainBatch
+from configs.algorithm import AlgorithmConfig
+from configs.learner import LearnerConfig
+from configs.model import ModelConfig
+from learner import lora as lora_io
+from learner.losses import policy_loss
+from learner.sequences import completion_logits, entropy, pack, token_logprobs
+
+log = logging.getLogger(__name__)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return s.getsockname()[1]
+
+
+def node_address() -> str:
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.util.get_node_ip_address()
+    except Exception:  # noqa: BLE001 - in-process use without Ray
+        pass
+    return "127.0.0.1"
+
+
+class Learner:
+    def __init__(
+        self,
+        base_model_dir: str,
+        tokenizer_dir: str,
+        model_cfg: ModelConfig,
+        cfg: LearnerConfig,
+        algo: AlgorithmConfig,
+        rank: int = 0,
+        world_size: int = 1,
+        seed: int = 0,
+    ) -> None:
+        self.base_model_dir, self.tokenizer_dir = str(base_model_dir), str(tokenizer_dir)
+        self.model_cfg, self.cfg, self.algo = model_cfg, cfg, algo
+        self.rank, self.world_size, self.seed = rank, world_size, seed
+        self.engine = None
+        self.version = 0
+
+    def rendezvous(self) -> tuple[str, int]:
+        """Rank 0's address and a free port for torch.distributed."""
+        return node_address(), free_port()
+
+    def setup(self, master_addr: str, master_port: int) -> int:
+        """Join the process group and build the engine. Returns the number of trainable parameters."""
+        import deepspeed
+        from deepspeed.accelerator import get_accelerator
+        from peft import LoraConfig as PeftLoraConfig
+        from peft import get_peft_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        # Without these DeepSpeed falls back to MPI discovery (PLATFORM.md).
+        os.environ.update(
+            MASTER_ADDR=master_addr,
+            MASTER_PORT=str(master_port),
+            RANK=str(self.rank),
+            WORLD_SIZE=str(self.world_size),
+            LOCAL_RANK="0",  # each rank is its own Ray actor and sees only its own device
+            LOCAL_WORLD_SIZE="1",
+        )
+        deepspeed.init_distributed(get_accelerator().communication_backend_name())
+        torch.manual_seed(self.seed)
+        dtype = getattr(torch, self.model_cfg.dtype)
+        tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        model = AutoModelForCausalLM.from_pretrained(self.base_model_dir, dtype=dtype)
+        if self.cfg.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+            model.enable_input_require_grads()
+        lc = self.model_cfg.lora
+        model = get_peft_model(
+            model,
+            PeftLoraConfig(
+                r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=lc.target_modules,
+                task_type="CAUSAL_LM", bias="none",
+            ),
+        )
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        mb = self.cfg.micro_batch_size
+        ds_config = {
+            "train_micro_batch_size_per_gpu": mb,
+            "gradient_accumulation_steps": 1,
+            "train_batch_size": mb * self.world_size,
+            # The caller owns the accumulation boundary: a rollout batch has a variable number of
+            # micro-batches, and step() once per update is exactly what GRPO needs.
+            "managed_gradient_accumulation": False,
+            "gradient_clipping": self.cfg.grad_clip,
+            "zero_optimization": {"stage": self.cfg.zero_stage, "overlap_comm": False},
+            "zero_allow_untested_optimizer": True,
+            "bf16": {"enabled": self.model_cfg.dtype == "bfloat16"},
+            "fp16": {"enabled": self.model_cfg.dtype == "float16"},
+            "steps_per_print": 10**9,
+            "wall_clock_breakdown": False,
+        }
+        self.engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=ds_config)
+        return sum(p.numel() for p in params)
+
+    # ---- logprobs ---------------------------------------------------------------------------------
+    def _micro_batches(self, idx: list[int]) -> list[list[int]]:
+        mb = self.cfg.micro_batch_size
+        return [idx[i : i + mb] for i in range(0, len(idx), mb)] or [[]]
+
+    def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False):
+        packed = pack([batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows], self.pad_id)
+        model = self.engine.module
+        ctx = model.disable_adapter() if disable_adapter else nullcontext()
+        with ctx:
+            logits = completion_logits(self.engine, packed)  # (b, T, V)
+        return packed, logits
+
+    @torch.no_grad()
+    def _logprobs(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False) -> torch.Tensor:
+        packed, logits = self._forward(batch, rows, disable_adapter)
+        return token_logprobs(logits, packed.completion_ids) * packed.completion_mask
+
+    # ---- the update -------------------------------------------------------------------------------
+    def train_step(self, batch: TrainBatch) -> dict[str, float]:
+        """One GRPO/NGRPO update on this rank's shard of `batch` (every rank gets the whole batch)."""
+        assert self.engine is not None, "call setup() first"
+        lc = self.algo.loss
+        n_seq = len(batch.completion_ids)
+        mine = list(range(self.rank, n_seq, self.world_size))
+        micro = self._micro_batches(mine)
+        total_tokens = max(1, sum(len(c) for c in batch.completion_ids))
+        self.engine.train()
+
+        # Old logprobs: recomputed by the learner at the version that sampled (on-policy, so the first
+        # ratio is exactly 1); the gap to vLLM's logprobs checks that the workers served these weights.
+        old, ref, gaps = {}, {}, []
+        for rows in micro:
+            if not rows:
+                continue
+            lp = self._logprobs(batch, rows)
+            old[tuple(rows)] = lp
+            for j, i in enumerate(rows):
+                t = len(batch.completion_ids[i])
+                v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
+                gaps.append((lp[j, :t] - v).abs())
+            if lc.kl_coef > 0:
+                ref[tuple(rows)] = self._logprobs(batch, rows, disable_adapter=True)
+
+        metrics: dict[str, float] = {}
+        sums = {"clip_frac_low": 0.0, "clip_frac_high": 0.0, "approx_kl": 0.0, "ratio_mean": 0.0, "entropy": 0.0}
+        count = 0
+        loss_total = 0.0
+        for _ in range(self.cfg.updates_per_batch):
+            for rows in micro:
+                if not rows:
+                    # A rank with no sequences still joins the collective with a zero loss.
+                    loss = sum(p.sum() * 0.0 for p in self.engine.module.parameters() if p.requires_grad)
+                    self.engine.backward(loss, scale_wrt_gas=False)
+                    continue
+                packed, logits = self._forward(batch, rows)
+                logp = token_logprobs(logits, packed.completion_ids)  # (b, T)
+                weights = None
+                if batch.token_weights is not None:
+                    weights = _pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
+                adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
+                loss, m = policy_loss(
+                    logp, old[tuple(rows)], adv, packed.completion_mask,
+                    eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
+                    ref_logprobs=ref.get(tuple(rows)), kl_coef=lc.kl_coef, token_weights=weights,
+                    max_tokens=lc.max_tokens or packed.completion_mask.shape[1],
+                )
+                # Each micro-batch's mean is reweighted to its share of the GLOBAL batch, and multiplied
+                # by world_size because data-parallel reduction averages gradients over ranks.
+                if lc.agg == "token_mean":
+                    share = packed.completion_mask.sum().item() / total_tokens
+                else:
+                    share = len(rows) / n_seq
+                self.engine.backward(loss * share * self.world_size, scale_wrt_gas=False)
+                loss_total += loss.item() * share
+                with torch.no_grad():
+                    ent = (entropy(logits) * packed.completion_mask).sum() / packed.completion_mask.sum().clamp(min=1)
+                for k in sums:
+                    sums[k] += ent.item() if k == "entropy" else float(m.get(k, 0.0))
+                count += 1
+            self.engine.step()
+        self.version += 1
+        grad_norm = self.engine.get_global_grad_norm()
+        gap = torch.cat(gaps) if gaps else torch.zeros(1)
+        metrics.update({k: v / max(1, count) for k, v in sums.items()})
+        metrics.update(
+            loss=loss_total / self.cfg.updates_per_batch,
+            grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
+            logprob_gap_mean=gap.mean().item(),
+            logprob_gap_max=gap.max().item(),
+        )
+        return metrics
+
+    # ---- export -----------------------------------------------------------------------------------
+    def export_lora(self) -> LoraUpdate | None:
+        """The current LoRA weights (on every rank under ZeRO-3, which must gather); rank 0 returns them."""
+        from peft import get_peft_model_state_dict
+
+        model = self.engine.module
+        ctx = nullcontext()
+        if self.cfg.zero_stage == 3:
+            import deepspeed
+
+            lora_params = [p for n, p in model.named_parameters() if "lora_" in n]
+            ctx = deepspeed.zero.GatheredParameters(lora_params, modifier_rank=None)
+        with ctx:
+            sd = {k: v.detach().to(torch.float32).cpu().clone() for k, v in get_peft_model_state_dict(model).items()}
+        if self.rank != 0:
+            return None
+        lc = self.model_cfg.lora
+        return LoraUpdate(self.version, sd, lora_io.fingerprint(sd), lc.alpha / lc.r)
+
+    def save_adapter(self, path: str) -> str | None:
+        """Save the adapter in PEFT format (safetensors); rank 0 writes."""
+        update = self.export_lora()
+        if update is None:
+            return None
+        lc = self.model_cfg.lora
+        lora_io.save_peft_adapter(
+            update.weights, path, r=lc.r, alpha=lc.alpha, target_modules=lc.target_modules,
+            base_model=self.base_model_dir,
+        )
+        return path
+
+    def ready(self) -> int:
+        return self.rank
+
+
+def _pad_rows(rows: list[list[float]], width: int) -> torch.Tensor:
+    out = torch.zeros((len(rows), width), dtype=torch.float32)
+    for i, r in enumerate(rows):
+        r = r[:width]
+        out[i, : len(r)] = torch.tensor(r, dtype=torch.float32)
+    return out

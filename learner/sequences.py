@@ -1,0 +1,65 @@
+"""Padding prompt+completion sequences and reading per-token logprobs of the completion.
+
+Pure tensor helpers shared by the learner and the SFT warm-up. Logprobs are of the raw distribution
+(temperature 1): that is what vLLM returns, so the learner/rollout logprob gap is a direct check that
+the rollout worker serves the learner's weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class Packed:
+    input_ids: torch.Tensor  # (B, L) prompt+completion, right-padded
+    attention_mask: torch.Tensor  # (B, L)
+    completion_mask: torch.Tensor  # (B, T) 1 on real completion tokens
+    completion_ids: torch.Tensor  # (B, T) completion tokens, right-padded
+    starts: torch.Tensor  # (B,) index in input_ids of each completion's first token
+
+
+def pack(prompt_ids: list[list[int]], completion_ids: list[list[int]], pad_id: int) -> Packed:
+    """Right-pad each prompt+completion into one (B, L) batch and index the completions."""
+    b = len(prompt_ids)
+    lens = [len(p) + len(c) for p, c in zip(prompt_ids, completion_ids)]
+    length = max(lens)
+    t_max = max(1, max(len(c) for c in completion_ids))
+    ids = torch.full((b, length), pad_id, dtype=torch.long)
+    attn = torch.zeros((b, length), dtype=torch.long)
+    comp = torch.full((b, t_max), pad_id, dtype=torch.long)
+    cmask = torch.zeros((b, t_max), dtype=torch.float32)
+    for i, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
+        seq = list(p) + list(c)
+        ids[i, : len(seq)] = torch.tensor(seq, dtype=torch.long)
+        attn[i, : len(seq)] = 1
+        if c:
+            comp[i, : len(c)] = torch.tensor(c, dtype=torch.long)
+            cmask[i, : len(c)] = 1.0
+    starts = torch.tensor([len(p) for p in prompt_ids], dtype=torch.long)
+    return Packed(ids, attn, cmask, comp, starts)
+
+
+def completion_logits(model: torch.nn.Module, packed: Packed) -> torch.Tensor:
+    """Logits that predict each completion token: (B, T, V)."""
+    out = model(input_ids=packed.input_ids, attention_mask=packed.attention_mask, use_cache=False)
+    logits = out.logits  # (B, L, V); position j predicts token j+1
+    t = packed.completion_ids.shape[1]
+    # Completion token k of row i sits at starts[i]+k, predicted by position starts[i]+k-1.
+    pos = packed.starts[:, None] - 1 + torch.arange(t)[None, :]  # (B, T)
+    pos = pos.clamp(max=logits.shape[1] - 1)
+    return torch.gather(logits, 1, pos[:, :, None].expand(-1, -1, logits.shape[-1]))
+
+
+def token_logprobs(logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """log p(token) under softmax(logits): (B, T, V), (B, T) → (B, T), in float32."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return torch.gather(logp, -1, tokens[:, :, None]).squeeze(-1)
+
+
+def entropy(logits: torch.Tensor) -> torch.Tensor:
+    """Per-token entropy of softmax(logits): (B, T, V) → (B, T)."""
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    return -(logp.exp() * logp).sum(-1)

@@ -1,0 +1,148 @@
+"""A deterministic, offline tiny Qwen2 and a byte-level BPE tokenizer trained on the task's own text.
+
+Owns: building, caching and locating the tiny model. Knows nothing about training.
+The tokenizer lives in its own folder with no config.json: with transformers 5 a folder whose
+config.json says `model_type: qwen2` silently yields Qwen2Tokenizer (different digit splitting) —
+PLATFORM.md, "Tokenizer trap". Callers pass `tokenizer=<dir>` to vLLM and AutoTokenizer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from configs.model import TinyModelConfig
+
+log = logging.getLogger(__name__)
+
+BUILDER_VERSION = 1
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@dataclass(frozen=True)
+class TinyModelPaths:
+    model_dir: Path
+    tokenizer_dir: Path
+
+
+def cache_root() -> Path:
+    """Absolute, persistent cache (a Ray job's working dir is fresh each time)."""
+    return Path(os.environ.get("NGRPO_CACHE", Path.home() / ".cache" / "ngrpo-ray")).resolve()
+
+
+def _corpus_key(cfg: TinyModelConfig, data_seed: int) -> str:
+    blob = json.dumps({"v": BUILDER_VERSION, "cfg": cfg.model_dump(), "data_seed": data_seed}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def task_corpus(data_seed: int = 0) -> list[str]:
+    """Every string the fund-assistant task shows the model: prompts, labels, system prompts."""
+    from tasks.fund_assistant import apply_seed_label_bug, generate
+    from tasks.fund_assistant.prompting import SYSTEM_PROMPTS
+
+    train, held_out = generate(seed=data_seed)
+    rows = train + held_out + apply_seed_label_bug(train)
+    texts = list(SYSTEM_PROMPTS.values())
+    for r in rows:
+        texts.append(r["prompt"])
+        texts.append(r["solution"])
+    return texts
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path) -> None:
+    """Byte-level BPE over `texts`, saved as a fast tokenizer with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        bos_token=None,
+        unk_token=None,
+    )
+    fast.chat_template = CHAT_TEMPLATE
+    fast.save_pretrained(out_dir)
+
+
+def build_model(cfg: TinyModelConfig, tokenizer_dir: Path, out_dir: Path) -> None:
+    """Random-weight Qwen2 with tied embeddings, saved in safetensors with an explicit lm_head."""
+    import torch
+    from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    conf = Qwen2Config(
+        vocab_size=len(tok),
+        hidden_size=cfg.hidden_size,
+        intermediate_size=cfg.intermediate_size,
+        num_hidden_layers=cfg.num_layers,
+        num_attention_heads=cfg.num_heads,
+        num_key_value_heads=cfg.num_kv_heads,
+        max_position_embeddings=cfg.max_position_embeddings,
+        tie_word_embeddings=True,
+        bos_token_id=tok.convert_tokens_to_ids("<|endoftext|>"),
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+        torch_dtype="float32",
+    )
+    torch.manual_seed(cfg.seed)
+    model = Qwen2ForCausalLM(conf)
+    model.save_pretrained(out_dir)
+
+
+def ensure_tiny_model(cfg: TinyModelConfig | None = None, data_seed: int = 0) -> TinyModelPaths:
+    """Build the tiny model on first use (about a second); afterwards return the cached paths.
+
+    >>> paths = ensure_tiny_model()
+    >>> (paths.model_dir / "config.json").exists()
+    True
+    """
+    cfg = cfg or TinyModelConfig()
+    root = cache_root() / f"tiny-{_corpus_key(cfg, data_seed)}"
+    paths = TinyModelPaths(root / "model", root / "tokenizer")
+    if (root / "DONE").exists():
+        return paths
+    root.parent.mkdir(parents=True, exist_ok=True)
+    # Build in a temp dir and rename: concurrent builders (several actors) never see half a model.
+    tmp = Path(tempfile.mkdtemp(prefix="tiny-build-", dir=root.parent))
+    try:
+        train_tokenizer(task_corpus(data_seed), cfg.vocab_size, tmp / "tokenizer")
+        build_model(cfg, tmp / "tokenizer", tmp / "model")
+        (tmp / "DONE").write_text("ok\n")
+        try:
+            os.rename(tmp, root)
+        except OSError:  # another process won the race; theirs is identical
+            shutil.rmtree(tmp, ignore_errors=True)
+    finally:
+        if tmp.exists() and tmp != root:
+            shutil.rmtree(tmp, ignore_errors=True)
+    log.info("built tiny model at %s", root)
+    return paths
+
+
+def resolve_model(model_name: str, tokenizer: str | None, tiny: TinyModelConfig, data_seed: int) -> TinyModelPaths:
+    """Paths of the base model and its tokenizer, building the tiny one when asked for."""
+    if model_name == "tiny":
+        return ensure_tiny_model(tiny, data_seed)
+    return TinyModelPaths(Path(model_name), Path(tokenizer or model_name))

@@ -1,0 +1,20 @@
+"""The runnable examples in the algorithm modules' docstrings stay true."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "learner.advantages",
+    "learner.losses",
+    "learner.ngrpo_switch",
+    "learner.difficulty",
+    "learner.token_weights",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
