@@ -6,6 +6,8 @@ Errors are `ConfigError`s with a message a user can act on (the key, the file, w
 
 from __future__ import annotations
 
+import re
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,52 @@ class ConfigError(ValueError):
     """A config that cannot be used; the message says why and where."""
 
 
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2-style booleans and floats, for files and `--set` values alike.
+
+    - Booleans are only `true`/`false` (any case). PyYAML's YAML 1.1 rules also read `on`, `off`,
+      `yes`, `no`, `y`, `n` as booleans, which breaks string choices such as `algorithm.ngrpo.mode: off`.
+    - Floats also accept exponents without a dot or without a sign (`1e-4`, `1e3`, `5.0e6`), which
+      PyYAML would otherwise read as strings.
+    - Ints, null, lists and mappings resolve as in SafeLoader. Note that ints keep the YAML 1.1
+      rules, so `run_name=001` is the int 1 (a leading 0 means octal); quote a value
+      (`run_name='001'`) to force a string.
+    """
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag not in (_BOOL_TAG, _FLOAT_TAG)]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Loader.add_implicit_resolver(_BOOL_TAG, re.compile(r"^(?:true|false)$", re.IGNORECASE), list("tTfF"))
+# Added after the int resolver; no alternative matches a plain int (each needs a `.`, an exponent,
+# `:`, or is inf/nan), so ints stay ints.
+_Loader.add_implicit_resolver(
+    _FLOAT_TAG,
+    re.compile(
+        r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+        |[-+]?(?:[0-9][0-9_]*)[eE][-+]?[0-9]+
+        |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+        |[-+]\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+        |[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*
+        |[-+]?\.(?:inf|Inf|INF)
+        |\.(?:nan|NaN|NAN))$""",
+        re.X,
+    ),
+    list("-+0123456789."),
+)
+
+
 def resolve_path(path: str | Path) -> Path:
     """A preset name (`tiny-cpu`), a file in configs/, or a path."""
     p = Path(path)
-    for candidate in (p, PRESETS_DIR / p, PRESETS_DIR / f"{p}.yaml", PRESETS_DIR / p.name):
+    # No fallback to `PRESETS_DIR / p.name`: a path that does not exist must be an error, not a
+    # preset of the same file name. (An absolute `p` makes `PRESETS_DIR / p` just `p`.)
+    for candidate in (p, PRESETS_DIR / p, PRESETS_DIR / f"{p}.yaml"):
         if candidate.is_file():
             return candidate
     presets = ", ".join(sorted(x.stem for x in PRESETS_DIR.glob("*.yaml")))
@@ -40,7 +84,7 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not parts:
         raise ConfigError(f"--set {item!r}: empty key")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
     except yaml.YAMLError as e:
         raise ConfigError(f"--set {item!r}: value is not valid YAML ({e})") from None
     return parts, value
@@ -56,14 +100,27 @@ def _apply(data: dict, parts: list[str], value: Any, origin: str) -> None:
     node[parts[-1]] = value
 
 
+def _submodel(ann: Any) -> type[BaseModel] | None:
+    """The model class in an annotation: `Model`, `list[Model]`, `Model | None`, ..."""
+    if isinstance(ann, type) and issubclass(ann, BaseModel):
+        return ann
+    for arg in typing.get_args(ann):
+        found = _submodel(arg)
+        if found is not None:
+            return found
+    return None
+
+
 def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
     """Field names of the (sub)model at `loc`, to list alongside an unknown-key error."""
     for part in loc[:-1]:
+        if isinstance(part, int):  # an index into a list: stay on the list's item model
+            continue
         field = model.model_fields.get(str(part))
-        ann = getattr(field, "annotation", None) if field else None
-        if not (isinstance(ann, type) and issubclass(ann, BaseModel)):
+        sub = _submodel(field.annotation) if field else None
+        if sub is None:
             return []
-        model = ann
+        model = sub
     return sorted(model.model_fields)
 
 
@@ -76,9 +133,12 @@ def _explain(err: ValidationError, origin: str) -> str:
             allowed = ", ".join(_allowed_keys(Config, loc))
             lines.append(f"  {key}: unknown key (allowed here: {allowed})")
         else:
+            msg = e["msg"]
+            if e["type"] == "value_error":  # raised by a validator: its own message says it all
+                msg = msg.removeprefix("Value error, ")
             got = e.get("input")
             got_s = "" if isinstance(got, dict) else f" (got {got!r})"
-            lines.append(f"  {key}: {e['msg']}{got_s}")
+            lines.append(f"  {msg}" if not loc else f"  {key}: {msg}{got_s}")
     return "\n".join(lines)
 
 
@@ -91,7 +151,9 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     """
     file = resolve_path(path or "tiny-cpu")
     try:
-        data = yaml.safe_load(file.read_text()) or {}
+        # Loading from the open file lets PyYAML name it in error marks (not "<unicode string>").
+        with file.open(encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader) or {}
     except yaml.YAMLError as e:
         raise ConfigError(f"{file}: not valid YAML: {e}") from None
     if not isinstance(data, dict):
