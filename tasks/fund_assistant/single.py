@@ -171,13 +171,16 @@ def market(rng: random.Random, lang: str, i: int) -> Labelled:
     )
 
 
+# A combo never STARTS with check_balance: its label would equal the seed's wrong label
+# (`apply_seed_label_bug`), so the label error could not be seen or repaired on such rows.
+# check_balance still appears as the second operation.
 COMBO_FIRST: tuple[str, ...] = (
     "transfer_funds",
     "withdraw_funds",
     "place_order",
     "get_transaction_history",
-    "check_balance",
 )
+COMBO_SECOND: tuple[str, ...] = (*COMBO_FIRST, "check_balance")
 
 
 def _combo_op(rng: random.Random, lang: str, tool: str) -> tuple[str, dict[str, Any]]:
@@ -190,7 +193,7 @@ def combo(rng: random.Random, lang: str, i: int) -> Labelled:
     """Two unconditional operations; the label is the FIRST one (the seed's warm-up bug labelled these
     check_balance, see `generator.apply_seed_label_bug`). The first tool cycles so it varies."""
     first = COMBO_FIRST[i % len(COMBO_FIRST)]
-    second = rng.choice([t for t in COMBO_FIRST if t != first])
+    second = rng.choice([t for t in COMBO_SECOND if t != first])
     a, pa = _combo_op(rng, lang, first)
     b, pb = _combo_op(rng, lang, second)
     req = rng.choice(T.COMBO_JOIN[lang]).format(a=a, b=b)

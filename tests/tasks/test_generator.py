@@ -191,7 +191,9 @@ def test_single_step_amounts_are_the_ones_written(rows):
 def test_combo_labels_the_first_operation_and_the_first_tool_varies(rows):
     combo = [r for r in rows if r["category"] == "combo"]
     firsts = Counter(action(r)[0] for r in combo)
-    assert len(firsts) >= 5
+    assert len(firsts) >= 4
+    # Never check_balance first: that label equals the seed's wrong one and would hide the bug.
+    assert "check_balance" not in firsts
     for r in combo:
         assert r["kind"] == f"combo_{action(r)[0]}"
         assert len(sol(r)["plan"]) == 2
