@@ -34,6 +34,9 @@ class RewardActor:
         self.poisoned = False  # a timed-out call left a thread running: the pool replaces this actor
         self._pool = cf.ThreadPoolExecutor(max_workers=4)
 
+    def ready(self) -> bool:
+        return True
+
     def _call(self, fn: Any, req: ScoreRequest, idx: list[int]) -> list[float]:
         cols = {k: [v[i] for i in idx] for k, v in req.columns.items()}
         prompts = [req.prompts[i] for i in idx]
@@ -116,6 +119,20 @@ class RewardPool:
 
         opts = {"num_cpus": 0.25, **self.actor_options}
         return ray.remote(RewardActor).options(**opts).remote(self.functions, self.timeout_s)
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        """Fail early, with the reason, when the cluster cannot schedule the reward actors."""
+        if not self.use_ray:
+            return
+        import ray
+
+        refs = [a.ready.remote() for a in self.actors]
+        ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+        if len(ready) < len(refs):
+            raise RuntimeError(
+                f"only {len(ready)} of {len(refs)} reward actors started within {timeout_s:.0f}s; the cluster "
+                f"has {ray.available_resources()} free: lower reward.num_cpus or reward.num_actors"
+            )
 
     def score(self, req: ScoreRequest) -> ScoreResult:
         n = len(req.completions)

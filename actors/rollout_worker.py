@@ -105,7 +105,9 @@ class RolloutWorker:
             top_p=self.cfg.top_p if temperature > 0 else 1.0,
             max_tokens=max_tokens or self.cfg.max_tokens,
             logprobs=0,  # the sampled token's logprob only
-            seed=seed,
+            # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
+            # prefill is split); on CPU the engine-wide seed set at start-up makes runs repeatable.
+            seed=seed if torch.cuda.is_available() else None,
         )
         t0 = time.perf_counter()
         outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
@@ -113,8 +115,7 @@ class RolloutWorker:
         for out in outs:
             group = []
             for c in out.outputs:
-                lps = [next(iter(d.values())).logprob if tid not in d else d[tid].logprob
-                       for tid, d in zip(c.token_ids, c.logprobs or [])]
+                lps = [d[tid].logprob for tid, d in zip(c.token_ids, c.logprobs or [])]
                 group.append(Completion(list(c.token_ids), lps, c.text, str(c.finish_reason), self.version))
             groups.append(group)
         return Rollout(

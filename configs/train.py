@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -19,6 +21,10 @@ class WarmupConfig(BaseModel):
     """Rows per step."""
     seed_label_bug: bool = True
     """Train on the seed's wrong combo labels (combo → check_balance) so RL has something to repair."""
+    compact_labels: bool = False
+    """Terse thought/plan in the SFT targets (same actions): what a ~1 M-parameter model can learn fast."""
+    balanced: bool = False
+    """Draw warm-up rows category-balanced instead of in shuffled epochs."""
 
 
 class TrainConfig(BaseModel):
@@ -31,6 +37,9 @@ class TrainConfig(BaseModel):
     """Prompts per step; each is sampled `rollout.n` times."""
     seed: int = 0
     """Seed of prompt order, sampling and initialisation."""
+    sampling: Literal["shuffle", "balanced"] = "shuffle"
+    """`shuffle`: epochs over the rows in random order; `balanced`: each prompt's category drawn
+    uniformly, then a row of it (every category gets equal RL attention whatever its share)."""
     warmup: WarmupConfig = WarmupConfig()
     """SFT warm-up stage."""
     eval_before: bool = True

@@ -144,49 +144,54 @@ class Learner:
 
     # ---- the update -------------------------------------------------------------------------------
     def train_step(self, batch: TrainBatch) -> dict[str, float]:
-        """One GRPO/NGRPO update on this rank's shard of `batch` (every rank gets the whole batch)."""
+        """One GRPO/NGRPO update on this rank's shard of `batch` (every rank gets the whole batch).
+
+        Two exact shortcuts keep the CPU run fast without changing the gradient:
+        - a sequence whose advantage is 0 contributes no gradient when there is no KL term, so it is
+          not run at all (it still counts in the token-mean normaliser);
+        - with one update per batch (strictly on-policy) the old logprobs equal the current ones, so
+          they are taken from the training forward (ratio exactly 1) instead of a second forward.
+        """
         assert self.engine is not None, "call setup() first"
         lc = self.algo.loss
         n_seq = len(batch.completion_ids)
-        mine = list(range(self.rank, n_seq, self.world_size))
-        micro = self._micro_batches(mine)
         total_tokens = max(1, sum(len(c) for c in batch.completion_ids))
+        mine = list(range(self.rank, n_seq, self.world_size))
+        if lc.kl_coef == 0:
+            mine = [i for i in mine if batch.advantages[i] != 0.0]
+        # Similar lengths in one micro-batch waste less compute on padding.
+        mine.sort(key=lambda i: len(batch.prompt_ids[i]) + len(batch.completion_ids[i]))
+        micro = self._micro_batches(mine)
+        on_policy = self.cfg.updates_per_batch == 1
         self.engine.train()
 
-        # Old logprobs: recomputed by the learner at the version that sampled (on-policy, so the first
-        # ratio is exactly 1); the gap to vLLM's logprobs checks that the workers served these weights.
         old, ref, gaps = {}, {}, []
         for rows in micro:
-            if not rows:
-                continue
-            lp = self._logprobs(batch, rows)
-            old[tuple(rows)] = lp
-            for j, i in enumerate(rows):
-                t = len(batch.completion_ids[i])
-                v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
-                gaps.append((lp[j, :t] - v).abs())
-            if lc.kl_coef > 0:
+            if rows and not on_policy:
+                old[tuple(rows)] = self._logprobs(batch, rows)
+            if rows and lc.kl_coef > 0:
                 ref[tuple(rows)] = self._logprobs(batch, rows, disable_adapter=True)
 
-        metrics: dict[str, float] = {}
         sums = {"clip_frac_low": 0.0, "clip_frac_high": 0.0, "approx_kl": 0.0, "ratio_mean": 0.0, "entropy": 0.0}
-        count = 0
-        loss_total = 0.0
+        count, loss_total = 0, 0.0
         for _ in range(self.cfg.updates_per_batch):
             for rows in micro:
                 if not rows:
-                    # A rank with no sequences still joins the collective with a zero loss.
-                    loss = sum(p.sum() * 0.0 for p in self.engine.module.parameters() if p.requires_grad)
-                    self.engine.backward(loss, scale_wrt_gas=False)
+                    # A rank with nothing to learn still joins the collectives, with a zero loss.
+                    zero = sum(p.sum() * 0.0 for p in self.engine.module.parameters() if p.requires_grad)
+                    self.engine.backward(zero, scale_wrt_gas=False)
                     continue
                 packed, logits = self._forward(batch, rows)
                 logp = token_logprobs(logits, packed.completion_ids)  # (b, T)
+                old_lp = old[tuple(rows)] if not on_policy else logp.detach()
+                if count < len(micro):  # first pass: the learner/rollout gap checks the push
+                    gaps += _logprob_gaps(old_lp, batch, rows)
                 weights = None
                 if batch.token_weights is not None:
                     weights = _pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
                 adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
                 loss, m = policy_loss(
-                    logp, old[tuple(rows)], adv, packed.completion_mask,
+                    logp, old_lp, adv, packed.completion_mask,
                     eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
                     ref_logprobs=ref.get(tuple(rows)), kl_coef=lc.kl_coef, token_weights=weights,
                     max_tokens=lc.max_tokens or packed.completion_mask.shape[1],
@@ -200,7 +205,8 @@ class Learner:
                 self.engine.backward(loss * share * self.world_size, scale_wrt_gas=False)
                 loss_total += loss.item() * share
                 with torch.no_grad():
-                    ent = (entropy(logits) * packed.completion_mask).sum() / packed.completion_mask.sum().clamp(min=1)
+                    mask = packed.completion_mask
+                    ent = (entropy(logits) * mask).sum() / mask.sum().clamp(min=1)
                 for k in sums:
                     sums[k] += ent.item() if k == "entropy" else float(m.get(k, 0.0))
                 count += 1
@@ -208,12 +214,13 @@ class Learner:
         self.version += 1
         grad_norm = self.engine.get_global_grad_norm()
         gap = torch.cat(gaps) if gaps else torch.zeros(1)
-        metrics.update({k: v / max(1, count) for k, v in sums.items()})
+        metrics = {k: v / max(1, count) for k, v in sums.items()}
         metrics.update(
             loss=loss_total / self.cfg.updates_per_batch,
             grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
             logprob_gap_mean=gap.mean().item(),
             logprob_gap_max=gap.max().item(),
+            learned_sequences=float(len(mine)),
         )
         return metrics
 
@@ -250,6 +257,16 @@ class Learner:
 
     def ready(self) -> int:
         return self.rank
+
+
+def _logprob_gaps(lp: torch.Tensor, batch: TrainBatch, rows: list[int]) -> list[torch.Tensor]:
+    """|learner − vLLM| logprob per real completion token of each row."""
+    out = []
+    for j, i in enumerate(rows):
+        t = len(batch.completion_ids[i])
+        v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
+        out.append((lp[j, :t].detach().float() - v).abs())
+    return out
 
 
 def _pad_rows(rows: list[list[float]], width: int) -> torch.Tensor:

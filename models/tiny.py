@@ -22,7 +22,7 @@ from configs.model import TinyModelConfig
 
 log = logging.getLogger(__name__)
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 3
 SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -41,9 +41,12 @@ def cache_root() -> Path:
     return Path(os.environ.get("NGRPO_CACHE", Path.home() / ".cache" / "ngrpo-ray")).resolve()
 
 
-def _corpus_key(cfg: TinyModelConfig, data_seed: int) -> str:
-    blob = json.dumps({"v": BUILDER_VERSION, "cfg": cfg.model_dump(), "data_seed": data_seed}, sort_keys=True)
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+def _build_key(cfg: TinyModelConfig, corpus: list[str]) -> str:
+    """Changes whenever the shape, the builder or the task's text changes (the tokenizer depends on it)."""
+    h = hashlib.sha256(json.dumps({"v": BUILDER_VERSION, "cfg": cfg.model_dump()}, sort_keys=True).encode())
+    for text in corpus:
+        h.update(text.encode())
+    return h.hexdigest()[:12]
 
 
 def task_corpus(data_seed: int = 0) -> list[str]:
@@ -53,16 +56,20 @@ def task_corpus(data_seed: int = 0) -> list[str]:
 
     train, held_out = generate(seed=data_seed)
     rows = train + held_out + apply_seed_label_bug(train)
-    texts = list(SYSTEM_PROMPTS.values())
+    texts = []
     for r in rows:
-        texts.append(r["prompt"])
-        texts.append(r["solution"])
+        # Weighted as the model sees them: every prompt carries a system prompt and the chat roles,
+        # so BPE merges them into a few tokens instead of spelling them out character by character.
+        for system in SYSTEM_PROMPTS.values():
+            texts.append(f"system\n{system}")
+        texts.append(f"user\n{r['prompt']}")
+        texts.append(f"assistant\n{r['solution']}")
     return texts
 
 
 def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path) -> None:
     """Byte-level BPE over `texts`, saved as a fast tokenizer with a chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     tok = Tokenizer(models.BPE())
@@ -75,6 +82,11 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path) -> Non
         show_progress=False,
     )
     tok.train_from_iterator(list(texts), trainer=trainer)
+    # Each tool name is one token: choosing a tool becomes one decision instead of a spelling
+    # exercise (the tiny model otherwise stitches pieces into names like check_market_history).
+    from tasks.fund_assistant.tools import TOOL_NAMES
+
+    tok.add_tokens([AddedToken(name, single_word=False, normalized=False) for name in TOOL_NAMES])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
@@ -119,7 +131,8 @@ def ensure_tiny_model(cfg: TinyModelConfig | None = None, data_seed: int = 0) ->
     True
     """
     cfg = cfg or TinyModelConfig()
-    root = cache_root() / f"tiny-{_corpus_key(cfg, data_seed)}"
+    corpus = task_corpus(data_seed)
+    root = cache_root() / f"tiny-{_build_key(cfg, corpus)}"
     paths = TinyModelPaths(root / "model", root / "tokenizer")
     if (root / "DONE").exists():
         return paths
@@ -127,7 +140,7 @@ def ensure_tiny_model(cfg: TinyModelConfig | None = None, data_seed: int = 0) ->
     # Build in a temp dir and rename: concurrent builders (several actors) never see half a model.
     tmp = Path(tempfile.mkdtemp(prefix="tiny-build-", dir=root.parent))
     try:
-        train_tokenizer(task_corpus(data_seed), cfg.vocab_size, tmp / "tokenizer")
+        train_tokenizer(corpus, cfg.vocab_size, tmp / "tokenizer")
         build_model(cfg, tmp / "tokenizer", tmp / "model")
         (tmp / "DONE").write_text("ok\n")
         try:

@@ -1,0 +1,47 @@
+"""The run directory: metrics.jsonl (one row per step), events, eval.json, config snapshot.
+
+Owns file formats only. Rows are flushed as they are written so a crashed run keeps its history.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None  # JSON has no NaN; null says "not measured"
+    return v
+
+
+class RunLog:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")
+        self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        self._metrics.write(json.dumps({k: _clean(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
+        self._metrics.flush()
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self._events.write(json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n")
+        self._events.flush()
+
+    def write_json(self, name: str, obj: Any) -> Path:
+        path = self.dir / name
+        path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        return path
+
+    def write_text(self, name: str, text: str) -> Path:
+        path = self.dir / name
+        path.write_text(text, encoding="utf-8")
+        return path
+
+    def close(self) -> None:
+        self._metrics.close()
+        self._events.close()

@@ -1,0 +1,1 @@
+"""Placing roles on a Ray cluster: placement groups, actor groups, connecting to Ray."""

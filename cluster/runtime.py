@@ -1,0 +1,72 @@
+"""Connecting to Ray and the environment every role needs, set by the project, not the user's shell.
+
+Environment variables of the shell that runs `ray job submit` do not reach the job (PLATFORM.md), so
+everything a role needs is passed in `runtime_env` here.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from configs.cluster import ClusterConfig
+from models.tiny import cache_root
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def role_env() -> dict[str, str]:
+    """Environment for every actor: offline hub, in-process vLLM, persistent compile caches."""
+    cache = cache_root()
+    return {
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "TOKENIZERS_PARALLELISM": "false",
+        # DeepSpeed compiles ops on first use (35–65 s): keep them in an absolute, persistent place.
+        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
+        "NGRPO_CACHE": str(cache),
+        "RAY_DEDUP_LOGS": "1",
+    }
+
+
+def apply_role_env() -> None:
+    for k, v in role_env().items():
+        os.environ.setdefault(k, v)
+
+
+def connect(cfg: ClusterConfig) -> dict:
+    """Attach to the configured / RAY_ADDRESS cluster, or start a local one. Returns a description."""
+    import ray
+
+    apply_role_env()
+    if ray.is_initialized():
+        return {"mode": "already-initialized"}
+    address = cfg.address or os.environ.get("RAY_ADDRESS")
+    env = dict(role_env())
+    if address:
+        runtime_env: dict = {"env_vars": env}
+        if not os.environ.get("RAY_JOB_ID") and not _inside_job():
+            # Driver outside `ray job submit`: ship the code (the job's working_dir does it otherwise).
+            runtime_env["working_dir"] = str(ROOT)
+            runtime_env["excludes"] = [".venv", ".git", "runs", "*.egg-info", ".hypothesis"]
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
+        return {"mode": "cluster", "address": address}
+    # Local workers inherit this process's environment, including PYTHONPATH for the project's code.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(
+        address="local",
+        num_cpus=cfg.local_num_cpus,
+        object_store_memory=cfg.object_store_memory,
+        include_dashboard=cfg.include_dashboard,
+        runtime_env={"env_vars": env},
+        log_to_driver=True,
+    )
+    return {"mode": "local", "num_cpus": cfg.local_num_cpus}
+
+
+def _inside_job() -> bool:
+    """True when this driver was started by `ray job submit` (its entrypoint gets a job id)."""
+    return bool(os.environ.get("RAY_JOB_SUBMISSION_ID") or os.environ.get("RAY_SUBMISSION_ID"))

@@ -1,0 +1,110 @@
+"""SFT warm-up: a short full fine-tune that teaches a random tiny model the ReAct JSON format.
+
+Owns nothing but this one stage. The 7B preset skips it. It runs before any LoRA exists, on the base
+weights, and writes a new base model directory that the learner and the rollout workers then start from.
+Loss is cross-entropy on the completion tokens only (the prompt is context, not a target).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+
+from learner.sequences import completion_logits, pack, token_logprobs
+
+log = logging.getLogger(__name__)
+
+
+def encode_examples(tokenizer, rows: list[dict], system: str) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, target ids) per row; the target is the label JSON followed by end-of-turn."""
+    from tasks.fund_assistant.prompting import render_prompt
+
+    out = []
+    for r in rows:
+        p = tokenizer(render_prompt(tokenizer, r["prompt"], system), add_special_tokens=False)["input_ids"]
+        c = tokenizer(r["solution"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        out.append((p, c))
+    return out
+
+
+def epoch_sampler(n: int, rng: random.Random) -> Iterator[int]:
+    """Endless shuffled epochs over range(n)."""
+    while True:
+        order = list(range(n))
+        rng.shuffle(order)
+        yield from order
+
+
+def category_sampler(rows: list[dict], rng: random.Random) -> Iterator[int]:
+    """Endless draws where each category is equally likely, then a row of it (shuffled epochs within)."""
+    by_cat: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_cat.setdefault(r["category"], []).append(i)
+    streams = {c: _epochs(idx, rng) for c, idx in sorted(by_cat.items())}
+    cats = list(streams)
+    while True:
+        order = cats[:]
+        rng.shuffle(order)
+        for c in order:
+            yield next(streams[c])
+
+
+def _epochs(items: list[int], rng: random.Random) -> Iterator[int]:
+    while True:
+        order = items[:]
+        rng.shuffle(order)
+        yield from order
+
+
+def sft_warmup(
+    base_model_dir: str,
+    tokenizer_dir: str,
+    rows: list[dict],
+    out_dir: str,
+    *,
+    steps: int,
+    lr: float,
+    batch_size: int,
+    system: str,
+    seed: int = 0,
+    balanced: bool = False,
+) -> dict:
+    """Fine-tune all weights for `steps` AdamW steps on `rows`; save to `out_dir`. Returns stats."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    t0 = time.perf_counter()
+    torch.manual_seed(seed)
+    rng = random.Random(seed)
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    model = AutoModelForCausalLM.from_pretrained(base_model_dir, dtype=torch.float32)
+    model.train()
+    data = encode_examples(tok, rows, system)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    draw = category_sampler(rows, rng) if balanced else epoch_sampler(len(rows), rng)
+    losses = []
+    for step in range(steps):
+        idx = [next(draw) for _ in range(batch_size)]
+        packed = pack([data[i][0] for i in idx], [data[i][1] for i in idx], tok.pad_token_id)
+        logp = token_logprobs(completion_logits(model, packed), packed.completion_ids)  # (B, T)
+        loss = -(logp * packed.completion_mask).sum() / packed.completion_mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        if step % 20 == 0 or step == steps - 1:
+            log.info("warm-up step %d/%d loss %.4f", step + 1, steps, loss.item())
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out_dir)
+    return {
+        "warmup_steps": steps,
+        "warmup_loss_first": losses[0] if losses else None,
+        "warmup_loss_last": losses[-1] if losses else None,
+        "warmup_seconds": time.perf_counter() - t0,
+        "warmup_rows": len(rows),
+    }

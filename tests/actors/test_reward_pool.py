@@ -1,0 +1,80 @@
+"""RewardPool: scores in order, isolates a crashing reward, survives a hanging one — nothing dropped."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from actors.reward_pool import RewardPool
+from actors.types import ScoreRequest
+from rewards.registry import register_reward
+
+GOOD = json.dumps({"thought": "先查余额", "action": {"tool": "check_balance", "params": {}}, "plan": ["查余额"]},
+                  ensure_ascii=False)
+LABEL = GOOD
+
+
+@register_reward("test_crash_on_boom", overwrite=True)
+def crash_on_boom(prompts, completions, **columns):
+    if any("boom" in c for c in completions):
+        raise RuntimeError("reward bug")
+    return [0.5] * len(completions)
+
+
+@register_reward("test_hang", overwrite=True)
+def hang(prompts, completions, **columns):
+    if any("hang" in c for c in completions):
+        time.sleep(30)
+    return [1.0] * len(completions)
+
+
+def _req(completions):
+    n = len(completions)
+    return ScoreRequest(prompts=["查一下我的余额"] * n, completions=completions,
+                        columns={"solution": [LABEL] * n, "category": ["balance"] * n})
+
+
+def test_scores_in_order_with_weights_and_breakdown():
+    pool = RewardPool([("gt", 1.0), ("rule", 0.5)], num_actors=3, use_ray=False)
+    res = pool.score(_req([GOOD, "not json", GOOD, "{}"]))
+    assert res.rewards == pytest.approx([1.0 + 0.5 * 1.0, 0.0, 1.5, 0.0])
+    assert res.failures == 0
+    assert res.breakdowns[0]["tool_correct"] == 1.0 and res.breakdowns[1]["parsed"] == 0.0
+
+
+def test_crashing_reward_scores_only_the_bad_completion_zero():
+    pool = RewardPool([("test_crash_on_boom", 1.0)], num_actors=1, use_ray=False)
+    res = pool.score(_req(["ok", "boom", "fine"]))
+    assert res.rewards == [0.5, 0.0, 0.5]
+    assert res.failures == 1 and "boom" in res.failure_log[0] and "RuntimeError" in res.failure_log[0]
+    assert pool.total_failures == 1
+
+
+def test_hanging_reward_times_out_and_actor_is_replaced():
+    pool = RewardPool([("test_hang", 1.0)], num_actors=2, timeout_s=0.5, use_ray=False)
+    first = pool.actors[1]
+    t = time.perf_counter()
+    res = pool.score(_req(["a", "b", "hang", "d"]))
+    assert time.perf_counter() - t < 10
+    assert res.rewards == [1.0, 1.0, 0.0, 0.0]  # the hung shard (2 completions) scores 0, counted
+    assert res.failures == 2 and all("timed out" in x for x in res.failure_log)
+    assert pool.actors[1] is not first and pool.replaced_actors == 1
+
+
+def test_unknown_reward_name_fails_before_scoring():
+    from rewards.registry import RewardNotFoundError
+
+    with pytest.raises(RewardNotFoundError):
+        RewardPool([("no_such_reward", 1.0)], use_ray=False)
+
+
+@pytest.mark.ray
+def test_ray_pool_scores_concurrently_and_recovers(ray_local):
+    pool = RewardPool([("gt", 1.0), ("tests.actors.test_reward_pool:crash_on_boom", 1.0)], num_actors=2,
+                      timeout_s=5, use_ray=True)
+    pool.wait_ready()
+    res = pool.score(_req([GOOD, "boom", GOOD, GOOD]))
+    assert res.rewards == pytest.approx([1.5, 0.0, 1.5, 1.5])
+    assert res.failures == 1

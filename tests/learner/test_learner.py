@@ -1,0 +1,83 @@
+"""Learner on a real DeepSpeed engine (gloo, CPU): steps, shortcuts, export.
+
+The rank runs as a Ray actor (the same class the coordinator uses): torch.distributed is process-global,
+and the vLLM tests in this session initialise it too, so each engine gets its own process.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from actors.types import TrainBatch
+from configs.algorithm import AlgorithmConfig
+from configs.learner import LearnerConfig
+from configs.model import LoraConfig, ModelConfig
+from learner.learner import Learner, free_port
+
+pytestmark = pytest.mark.deepspeed
+
+
+def _batch(advantages, seed=0, rollout_logprobs=None):
+    g = torch.Generator().manual_seed(seed)
+    n = len(advantages)
+    prompts = [[1, 5, 6, 7, 2] for _ in range(n)]
+    comps = [torch.randint(10, 300, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
+             for _ in range(n)]
+    lps = rollout_logprobs or [[0.0] * len(c) for c in comps]
+    return TrainBatch(prompts, comps, lps, list(advantages))
+
+
+class _Sync:
+    """Calls on the actor, answered synchronously (keeps the tests readable)."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def __getattr__(self, name):
+        import ray
+
+        return lambda *a, **k: ray.get(getattr(self.actor, name).remote(*a, **k))
+
+
+@pytest.fixture(scope="module")
+def learner(tiny_paths, ray_local):
+    model_cfg = ModelConfig(lora=LoraConfig(r=4, alpha=8))
+    actor = ray_local.remote(Learner).options(num_cpus=1).remote(
+        str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), model_cfg,
+        LearnerConfig(zero_stage=2, lr=1e-2, micro_batch_size=3), AlgorithmConfig())
+    rank = _Sync(actor)
+    assert rank.setup("127.0.0.1", free_port()) > 0
+    yield rank
+    ray_local.kill(actor)
+
+
+def test_zero_advantage_batch_is_skipped_and_changes_nothing(learner):
+    before = learner.export_lora()
+    m = learner.train_step(_batch([0.0] * 4))
+    after = learner.export_lora()
+    assert m["learned_sequences"] == 0.0
+    assert after.fingerprint == before.fingerprint  # no gradient, fresh optimizer: weights unchanged
+    assert after.version == before.version + 1
+
+
+def test_step_moves_weights_and_reports_the_logprob_gap(learner):
+    before = learner.export_lora()
+    batch = _batch([1.0, -1.0, 0.5, -0.5, 0.0])
+    m = learner.train_step(batch)
+    after = learner.export_lora()
+    assert after.fingerprint != before.fingerprint
+    assert m["learned_sequences"] == 4.0 and m["grad_norm"] > 0
+    assert m["ratio_mean"] == pytest.approx(1.0)  # on-policy: old logprobs are the current ones
+    # Rollout logprobs of 0 against a real model: the gap is the model's own -logprob, clearly > 0.
+    assert m["logprob_gap_mean"] > 0.5
+    for key in ("clip_frac_low", "clip_frac_high", "entropy", "loss", "logprob_gap_max"):
+        assert key in m
+
+
+def test_exported_lora_is_peft_shaped(learner):
+    update = learner.export_lora()
+    keys = list(update.weights)
+    assert keys and all(".lora_A." in k or ".lora_B." in k for k in keys)
+    assert update.scale == pytest.approx(2.0)
+    assert all(v.dtype == torch.float32 and v.device.type == "cpu" for v in update.weights.values())
