@@ -25,7 +25,7 @@ test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
-	$(PY) -m bench.run_all
+	$(PY) -m bench.serve_modes
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
