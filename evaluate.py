@@ -1,7 +1,7 @@
 """The seeds' eval table for a base model or a trained adapter on the held-out set.
 
     python evaluate.py                                   # the tiny base model (after building it)
-    python evaluate.py --adapter runs/<run>/adapter --base runs/<run>/warmup_model
+    python evaluate.py --adapter runs/<run>/adapter          # on the base it was trained on
     python evaluate.py --config configs/qwen2.5-7b-fund.yaml --adapter path/to/adapter
 
 Average score (ground-truth reward), tool accuracy, and tool accuracy per category, on the held-out
@@ -20,8 +20,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--config", default="tiny-cpu", help="preset or YAML path (model, data, rollout settings)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--base", help="base model directory (default: the config's model; for a run with a "
-                                  "warm-up, pass runs/<run>/warmup_model)")
+    p.add_argument("--base", help="base model directory (default: the adapter's own base when that folder "
+                                  "exists, else the config's model)")
     p.add_argument("--adapter", help="PEFT LoRA adapter directory to evaluate on top of the base")
     p.add_argument("--data", help="held-out JSONL (default: the generated eval split)")
     p.add_argument("--limit", type=int, default=None, help="evaluate at most this many rows")
@@ -41,6 +41,15 @@ def load_adapter_update(adapter_dir: str, lora_cfg):
     weights = load_file(str(d / "adapter_model.safetensors"))
     scale = conf.get("lora_alpha", lora_cfg.alpha) / conf.get("r", lora_cfg.r)
     return LoraUpdate(1, weights, lora_io.fingerprint(weights), scale)
+
+
+def _adapter_base(adapter_dir: str | None) -> str | None:
+    """The base an adapter was trained on (e.g. runs/<run>/warmup_model), when that folder exists."""
+    if not adapter_dir:
+        return None
+    conf = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
+    base = conf.get("base_model_name_or_path")
+    return base if base and Path(base).exists() else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
 
     mc = cfg.model
     paths = resolve_model(mc.name, mc.tokenizer, mc.tiny, cfg.data.seed)
-    base = args.base or str(paths.model_dir)
+    base = args.base or _adapter_base(args.adapter) or str(paths.model_dir)
     rows = load_jsonl(args.data) if args.data else generate(
         seed=cfg.data.seed, n_single=cfg.data.n_single, n_multistep_samples=cfg.data.n_multistep_samples,
         eval_fraction=cfg.data.eval_fraction)[1]

@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     ).remote(cfg, str(run_dir))
     try:
         info = ray.get(coord.setup.remote())
-        if "warmup_steps" in info:
+        if info.get("warmup_steps"):
             print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
                   f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
         if cfg.train.eval_before:

@@ -63,14 +63,14 @@ def step_advantages(rewards: torch.Tensor, ngrpo_active: bool, algo) -> torch.Te
 
 
 def rollout_metrics(
-    rows: list[dict], groups: list[list[Completion]], rewards: torch.Tensor, version: int
+    rows: list[dict], groups: list[list[Completion]], rewards: torch.Tensor, version: int, max_reward: float = 1.0
 ) -> dict[str, float]:
     """Reward, zero-std, tool accuracy (overall and per category), lengths, version lag."""
     m: dict[str, float] = {}
     flat = rewards.flatten()
     m["reward_mean"] = flat.mean().item()
     m["reward_std"] = flat.std(unbiased=False).item()
-    m.update(zero_std_stats(rewards))
+    m.update(zero_std_stats(rewards, max_reward=max_reward))
     correct, lengths, truncated, lags = [], [], [], []
     by_cat_reward: dict[str, list[float]] = defaultdict(list)
     by_cat_tool: dict[str, list[float]] = defaultdict(list)
@@ -94,18 +94,45 @@ def rollout_metrics(
     return m
 
 
+def merge_rank_metrics(per_rank: list[dict[str, float]]) -> dict[str, float]:
+    """One row from every learner rank's metrics: counts and global-share losses add up, maxima stay
+    maxima, the rest (per-token means, the global grad norm) are averaged."""
+    out: dict[str, float] = {}
+    for key in per_rank[0]:
+        vals = [m[key] for m in per_rank if key in m]
+        if key in ("loss", "learned_sequences"):
+            out[key] = float(sum(vals))
+        elif key.endswith("_max"):
+            out[key] = float(max(vals))
+        else:
+            out[key] = float(sum(vals) / len(vals))
+    return out
+
+
+def breakdown_means(breakdowns: list[dict[str, float]]) -> dict[str, float]:
+    """Mean of each reward component (e.g. GT's tool / params / reasoning), as `reward_part/<name>`:
+    tool choice and reasoning quality are tracked separately (SPEC §4, DART)."""
+    sums: dict[str, list[float]] = defaultdict(list)
+    for b in breakdowns:
+        for k, v in b.items():
+            sums[k].append(float(v))
+    return {f"reward_part/{k}": fmean(v) for k, v in sorted(sums.items()) if v}
+
+
 def eval_table(rows: list[dict], texts: list[str], breakdowns: list[dict]) -> dict:
     """The seeds' eval table: average score, tool accuracy, tool accuracy per category (all in [0, 1])."""
     by_cat: dict[str, list[float]] = defaultdict(list)
-    scores, correct = [], []
+    scores, correct, reasoning = [], [], []
     for row, text, b in zip(rows, texts, breakdowns):
         ok = float(tool_correct(text, row["solution"]))
         correct.append(ok)
         scores.append(float(b.get("total", 0.0)))
+        reasoning.append(float(b.get("reasoning", 0.0)) / 0.3)  # GT's reasoning part, as a fraction of its 0.3
         by_cat[row["category"]].append(ok)
     return {
         "average_score": fmean(scores) if scores else 0.0,
         "tool_accuracy": fmean(correct) if correct else 0.0,
+        "reasoning_score": fmean(reasoning) if reasoning else 0.0,
         "per_category": {k: fmean(v) for k, v in sorted(by_cat.items())},
         "n": len(rows),
     }
@@ -127,6 +154,7 @@ def format_eval_tables(tables: dict[str, dict]) -> str:
 
     row("average score", lambda t: t.get("average_score"))
     row("tool accuracy", lambda t: t.get("tool_accuracy"))
+    row("reasoning score", lambda t: t.get("reasoning_score"))
     for c in cats:
         row(f"{c}", lambda t, c=c: t.get("per_category", {}).get(c))
     return "\n".join(lines)

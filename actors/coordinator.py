@@ -8,6 +8,7 @@ the driver can show progress.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -212,7 +213,8 @@ class Coordinator:
             self.run.event("reward_failure", step=self.step, detail=line)
         times["time/reward"] = time.perf_counter() - t
 
-        metrics = batching.rollout_metrics(rows, groups, rewards, self.version)
+        metrics = batching.rollout_metrics(rows, groups, rewards, self.version, c.algorithm.ngrpo.max_reward)
+        metrics.update(batching.breakdown_means(scored.breakdowns))
         shaped = rewards
         if c.algorithm.overlong.enabled:
             lengths = torch.tensor([len(comp.token_ids) for g in groups for comp in g])
@@ -232,7 +234,7 @@ class Coordinator:
         weights = self._dart_weights(groups) if c.algorithm.loss.dart else None
         batch = batching.build_train_batch(prompt_ids, groups, adv, self.version, weights)
         batch_ref = ray.put(batch)
-        learn = ray.get(self.learners.async_call("train_step", batch_ref))[0]
+        learn = batching.merge_rank_metrics(ray.get(self.learners.async_call("train_step", batch_ref)))
         times["time/learn"] = time.perf_counter() - t
 
         t = time.perf_counter()
@@ -301,8 +303,14 @@ class Coordinator:
         return table
 
     def save_adapter(self, rel: str) -> str:
+        """The adapter (PEFT, safetensors) plus the coordinator's state: step, version, NGRPO switch."""
         path = str(self.run.dir / rel)
+        # Rank 0 writes the files; the coordinator runs on the driver's node (train.py pins it), so on
+        # a multi-node cluster give the learner a shared run_dir.
         ray.get(self.learners.async_call("save_adapter", path))
+        state = {"step": self.step, "policy_version": self.version, "ngrpo_switch": self.switch.state_dict()}
+        Path(path).mkdir(parents=True, exist_ok=True)
+        (Path(path) / "coordinator_state.json").write_text(json.dumps(state, indent=2, default=str))
         self.run.event("checkpoint", step=self.step, path=path, version=self.version)
         return path
 
@@ -318,4 +326,6 @@ class Coordinator:
         for group in (getattr(self, "rollout", None), getattr(self, "learners", None)):
             if group is not None:
                 group.shutdown()
+        if getattr(self, "pool", None) is not None:
+            self.pool.shutdown()
         self.run.close()

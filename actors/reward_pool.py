@@ -43,7 +43,8 @@ class RewardActor:
         comps = [req.completions[i] for i in idx]
         fut = self._pool.submit(fn, prompts=prompts, completions=comps, **cols)
         out = fut.result(timeout=self.timeout_s)
-        vals = [float(x) for x in out]
+        # None is TRL's "not applicable to this sample": it adds nothing, and is not a failure.
+        vals = [0.0 if x is None else float(x) for x in out]
         if len(vals) != len(idx) or not all(math.isfinite(v) for v in vals):
             raise ValueError(f"returned {len(vals)} values for {len(idx)} completions (or a NaN/inf)")
         return vals
@@ -67,8 +68,18 @@ class RewardActor:
             except Exception as e:  # noqa: BLE001 - user code; isolate the failing completions
                 vals = []
                 for i in range(n):
+                    if self.poisoned:  # a retry hung: the rest of the shard scores 0 without waiting
+                        vals.append(0.0)
+                        failed[i] = True
+                        logs.append(f"reward {name!r} skipped after a timeout on: {req.completions[i][:200]!r}")
+                        continue
                     try:
                         vals.append(self._call(fn, req, [i])[0])
+                    except cf.TimeoutError:
+                        self.poisoned = True
+                        vals.append(0.0)
+                        failed[i] = True
+                        logs.append(f"reward {name!r} timed out after {self.timeout_s}s on: {req.completions[i][:200]!r}")
                     except Exception as e1:  # noqa: BLE001
                         vals.append(0.0)
                         failed[i] = True
@@ -184,6 +195,17 @@ class RewardPool:
                 log.warning(line)
             outs.append((ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs), True))
         return outs
+
+    def shutdown(self) -> None:
+        if self.use_ray:
+            import ray
+
+            for a in self.actors:
+                try:
+                    ray.kill(a, no_restart=True)
+                except Exception:  # noqa: BLE001 - already gone
+                    pass
+        self.actors = []
 
     def _replace(self, index: int) -> None:
         if self.use_ray:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -172,6 +173,10 @@ class RolloutWorker:
         )
         # vLLM caches adapters by integer id: a NEW id per version, or it serves the old weights.
         self._lora_request = LoRARequest(f"policy-v{update.version}", update.version + 1, str(path))
+        # Keep the served folder and the one before it; older versions would fill the disk (7B: ~160 MB each).
+        for old in self._adapter_dir.glob("v*"):
+            if old.name not in (f"v{update.version}", f"v{self.version}"):
+                shutil.rmtree(old, ignore_errors=True)
 
     def fingerprint(self) -> tuple[int, str]:
         """(policy version, fingerprint) of what this worker serves now."""

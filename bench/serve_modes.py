@@ -71,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
         secs = {}
         for mode in ("merged", "adapter"):
             out = subprocess.run([sys.executable, "-m", "bench.serve_modes", *common, "--only", mode],
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True)
+            if out.returncode != 0:
+                print(out.stderr[-4000:], file=sys.stderr)
+                return out.returncode
             secs[mode] = float(next(x for x in out.stdout.splitlines() if x.startswith("SECONDS ")).split()[1])
         print(f"{args.prompts} prompts x {args.n} completions x <= {args.max_tokens} tokens, "
               f"median of {args.repeats}")

@@ -40,6 +40,9 @@ class ActorGroup:
         self.pg = placement_group([dict(bundle) for _ in range(count)], strategy=strategy, name=f"{name}-pg")
         ready, _ = ray.wait([self.pg.ready()], timeout=placement_timeout_s)
         if not ready:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(self.pg)
             raise RuntimeError(
                 f"could not place {count} x {bundle} for {name} ({strategy}) within {placement_timeout_s:.0f}s: "
                 f"the cluster has {ray.available_resources()}; lower {name} resources or add nodes"

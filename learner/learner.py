@@ -125,10 +125,6 @@ class Learner:
         return sum(p.numel() for p in params)
 
     # ---- logprobs ---------------------------------------------------------------------------------
-    def _micro_batches(self, idx: list[int]) -> list[list[int]]:
-        mb = self.cfg.micro_batch_size
-        return [idx[i : i + mb] for i in range(0, len(idx), mb)] or [[]]
-
     def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False):
         packed = pack([batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows], self.pad_id)
         model = self.engine.module
@@ -141,6 +137,26 @@ class Learner:
     def _logprobs(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False) -> torch.Tensor:
         packed, logits = self._forward(batch, rows, disable_adapter)
         return token_logprobs(logits, packed.completion_ids) * packed.completion_mask
+
+    def plan_micro_batches(self, batch: TrainBatch) -> list[list[int]]:
+        """This rank's micro-batches, padded with empty ones to the count of the busiest rank.
+
+        Every rank sees the whole batch, so all ranks compute the same global plan without talking:
+        rows that carry gradient are sorted by length (less padding), dealt round-robin, and chunked.
+        Under ZeRO-2/3 each forward/backward is a collective, so every rank must run the same number.
+        """
+        lc = self.algo.loss
+        rows = list(range(len(batch.completion_ids)))
+        if lc.kl_coef == 0:
+            # A zero advantage gives zero gradient when there is no KL term: skip the sequence (it still
+            # counts in the token-mean normaliser).
+            rows = [i for i in rows if batch.advantages[i] != 0.0]
+        rows.sort(key=lambda i: (len(batch.prompt_ids[i]) + len(batch.completion_ids[i]), i))
+        mb = self.cfg.micro_batch_size
+        shards = [rows[r :: self.world_size] for r in range(self.world_size)]
+        count = max(1, max((len(sh) + mb - 1) // mb for sh in shards))
+        mine = [shards[self.rank][i : i + mb] for i in range(0, len(shards[self.rank]), mb)]
+        return mine + [[] for _ in range(count - len(mine))]
 
     # ---- the update -------------------------------------------------------------------------------
     def train_step(self, batch: TrainBatch) -> dict[str, float]:
@@ -156,12 +172,9 @@ class Learner:
         lc = self.algo.loss
         n_seq = len(batch.completion_ids)
         total_tokens = max(1, sum(len(c) for c in batch.completion_ids))
-        mine = list(range(self.rank, n_seq, self.world_size))
-        if lc.kl_coef == 0:
-            mine = [i for i in mine if batch.advantages[i] != 0.0]
-        # Similar lengths in one micro-batch waste less compute on padding.
-        mine.sort(key=lambda i: len(batch.prompt_ids[i]) + len(batch.completion_ids[i]))
-        micro = self._micro_batches(mine)
+        # Dr.GRPO divides by a constant: the configured one, else the longest completion of the batch.
+        max_tokens = lc.max_tokens or max(1, max(len(c) for c in batch.completion_ids))
+        micro = self.plan_micro_batches(batch)
         on_policy = self.cfg.updates_per_batch == 1
         self.engine.train()
 
@@ -172,19 +185,21 @@ class Learner:
             if rows and lc.kl_coef > 0:
                 ref[tuple(rows)] = self._logprobs(batch, rows, disable_adapter=True)
 
-        sums = {"clip_frac_low": 0.0, "clip_frac_high": 0.0, "approx_kl": 0.0, "ratio_mean": 0.0, "entropy": 0.0}
+        keys = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref")
+        sums = dict.fromkeys(keys, 0.0)
         count, loss_total = 0, 0.0
-        for _ in range(self.cfg.updates_per_batch):
+        for update in range(self.cfg.updates_per_batch):
             for rows in micro:
                 if not rows:
-                    # A rank with nothing to learn still joins the collectives, with a zero loss.
-                    zero = sum(p.sum() * 0.0 for p in self.engine.module.parameters() if p.requires_grad)
-                    self.engine.backward(zero, scale_wrt_gas=False)
+                    # Nothing to learn here, but the collectives of ZeRO need this rank's forward and
+                    # backward: run one real row with its loss multiplied by zero.
+                    _, logits = self._forward(batch, [0])
+                    self.engine.backward(logits.sum() * 0.0, scale_wrt_gas=False)
                     continue
                 packed, logits = self._forward(batch, rows)
                 logp = token_logprobs(logits, packed.completion_ids)  # (b, T)
                 old_lp = old[tuple(rows)] if not on_policy else logp.detach()
-                if count < len(micro):  # first pass: the learner/rollout gap checks the push
+                if update == 0:  # the learner/rollout gap checks that the workers served these weights
                     gaps += _logprob_gaps(old_lp, batch, rows)
                 weights = None
                 if batch.token_weights is not None:
@@ -194,7 +209,7 @@ class Learner:
                     logp, old_lp, adv, packed.completion_mask,
                     eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
                     ref_logprobs=ref.get(tuple(rows)), kl_coef=lc.kl_coef, token_weights=weights,
-                    max_tokens=lc.max_tokens or packed.completion_mask.shape[1],
+                    max_tokens=max_tokens,
                 )
                 # Each micro-batch's mean is reweighted to its share of the GLOBAL batch, and multiplied
                 # by world_size because data-parallel reduction averages gradients over ranks.
@@ -207,7 +222,7 @@ class Learner:
                 with torch.no_grad():
                     mask = packed.completion_mask
                     ent = (entropy(logits) * mask).sum() / mask.sum().clamp(min=1)
-                for k in sums:
+                for k in keys:
                     sums[k] += ent.item() if k == "entropy" else float(m.get(k, 0.0))
                 count += 1
             self.engine.step()
@@ -215,12 +230,14 @@ class Learner:
         grad_norm = self.engine.get_global_grad_norm()
         gap = torch.cat(gaps) if gaps else torch.zeros(1)
         metrics = {k: v / max(1, count) for k, v in sums.items()}
+        if lc.kl_coef == 0:
+            metrics.pop("kl_ref")
         metrics.update(
             loss=loss_total / self.cfg.updates_per_batch,
             grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
             logprob_gap_mean=gap.mean().item(),
             logprob_gap_max=gap.max().item(),
-            learned_sequences=float(len(mine)),
+            learned_sequences=float(sum(len(r) for r in micro)),
         )
         return metrics
 

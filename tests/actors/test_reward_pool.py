@@ -78,3 +78,14 @@ def test_ray_pool_scores_concurrently_and_recovers(ray_local):
     res = pool.score(_req([GOOD, "boom", GOOD, GOOD]))
     assert res.rewards == pytest.approx([1.5, 0.0, 1.5, 1.5])
     assert res.failures == 1
+
+
+@register_reward("test_not_applicable", overwrite=True)
+def not_applicable(prompts, completions, **columns):
+    return [None if "skip" in c else 1.0 for c in completions]
+
+
+def test_none_means_not_applicable_not_failure():
+    pool = RewardPool([("test_not_applicable", 1.0)], num_actors=1, use_ray=False)
+    res = pool.score(_req(["a", "skip", "b"]))
+    assert res.rewards == [1.0, 0.0, 1.0] and res.failures == 0
