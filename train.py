@@ -39,19 +39,22 @@ def main(argv: list[str] | None = None) -> int:
 
     from actors.batching import format_eval_tables
     from actors.coordinator import Coordinator
-    from cluster.runtime import connect, role_env
+    from cluster.runtime import connect, role_env, run_root
 
     name = cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S") + f"-{Path(str(args.config)).stem}"
-    run_dir = (Path(cfg.train.run_dir) / name).resolve()
+    run_dir = (run_root(cfg.train.run_dir) / name).resolve()
     where = connect(cfg.cluster)
     print(f"ngrpo-ray: Ray {where['mode']}; run directory {run_dir}", flush=True)
     # The coordinator writes the run directory: keep it on this (the driver's) node.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     coord = ray.remote(Coordinator).options(
-        num_cpus=0, scheduling_strategy=here, runtime_env={"env_vars": role_env()}
+        num_cpus=0, scheduling_strategy=here, runtime_env={"env_vars": role_env(cfg.cluster.env_vars)},
+        name=f"{name}/coordinator",
     ).remote(cfg, str(run_dir))
     try:
         info = ray.get(coord.setup.remote())
+        print("placement: " + ", ".join(f"{len(ids)} {role} on {len(set(ids))} node(s)"
+                                        for role, ids in info["placement"].items()), flush=True)
         if info.get("warmup_steps"):
             print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
                   f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
@@ -68,12 +71,28 @@ def main(argv: list[str] | None = None) -> int:
             ray.get(coord.shutdown.remote(), timeout=60)
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
+        report = _report(run_dir)  # also for a run that died half-way: its plots show where
     print("\n" + format_eval_tables(summary["eval"]))
     events = summary["switch_events"]
     print(f"\nNGRPO switch events: {events if events else 'none'}")
     print(f"adapter: {summary['adapter']}\nrun directory: {summary['run_dir']} "
-          f"(metrics.jsonl, eval.json, eval_table.md, events.jsonl)")
+          f"(metrics.jsonl, eval.json, eval_table.md, events.jsonl, tensorboard/)")
+    if report:
+        print(f"report: {report} (plots beside it)")
     return 0
+
+
+def _report(run_dir: Path) -> Path | None:
+    """The end-of-run report (PNG plots + Markdown); a plotting failure must not fail the run."""
+    from observe.report import write_report
+
+    if not run_dir.is_dir():
+        return None
+    try:
+        return write_report(run_dir)
+    except Exception as e:  # noqa: BLE001 - the run's results are already on disk
+        logging.getLogger("train").warning("could not write the report for %s: %s", run_dir, e)
+        return None
 
 
 def _loop(ray, coord, cfg) -> None:

@@ -31,6 +31,7 @@ from learner.losses import overlong_penalty
 from learner.ngrpo_switch import NGRPOSwitch
 from learner.token_weights import dart_token_weights
 from models.tiny import resolve_model
+from observe.ray_metrics import RayMetrics
 
 log = logging.getLogger(__name__)
 COLUMNS = ("prompt", "request", "solution", "category", "scenario_id", "step", "num_steps", "lang")
@@ -49,6 +50,12 @@ class Coordinator:
         self._cat_order: list[str] = []
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
+        # Ray's metrics API (dashboard / Prometheus); in-process unit tests without Ray skip it.
+        self.ray_metrics = RayMetrics(Path(run_dir).name) if ray.is_initialized() else None
+        self.name_prefix = f"{Path(run_dir).name}/"  # actor names in the dashboard: "<run>/rollout-0"
+
+    def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
+        return f"Coordinator({self.name_prefix.rstrip('/')})"
 
     # ---- set-up -----------------------------------------------------------------------------------
     def setup(self) -> dict:
@@ -95,7 +102,7 @@ class Coordinator:
 
             rows = compact_rows(rows)
         out = str(self.run.dir / "warmup_model")
-        task = ray.remote(sft_warmup).options(num_cpus=self.cfg.learner.num_cpus, runtime_env={"env_vars": role_env()})
+        task = ray.remote(sft_warmup).options(num_cpus=self.cfg.learner.num_cpus, runtime_env={"env_vars": role_env(self.cfg.cluster.env_vars)})
         stats = ray.get(task.remote(
             self.base_model_dir, self.tokenizer_dir, rows, out, steps=w.steps, lr=w.lr,
             batch_size=w.batch_size, system=self.cfg.data.system_prompt, seed=self.cfg.train.seed,
@@ -107,17 +114,18 @@ class Coordinator:
 
     def _start_roles(self) -> None:
         c = self.cfg
-        env = {"env_vars": role_env()}
+        env = {"env_vars": role_env(c.cluster.env_vars)}
         world = c.learner.world_size
         self.learners = ActorGroup(
-            Learner, world, {"num_cpus": c.learner.num_cpus, "num_gpus": c.learner.num_gpus}, "PACK",
-            name="learner", runtime_env=env,
+            Learner, world, {"num_cpus": c.learner.num_cpus, "num_gpus": c.learner.num_gpus},
+            c.learner.placement_strategy,
+            name="learner", runtime_env=env, name_prefix=self.name_prefix,
             args_for=lambda i: ((self.base_model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
                                 {"rank": i, "world_size": world, "seed": c.train.seed}),
         )
         self.rollout = ActorGroup(
             RolloutWorker, c.rollout.num_workers, {"num_cpus": c.rollout.num_cpus, "num_gpus": c.rollout.num_gpus},
-            "SPREAD", name="rollout", runtime_env=env,
+            c.rollout.placement_strategy, name="rollout", runtime_env=env, name_prefix=self.name_prefix,
             args_for=lambda i: ((self.base_model_dir, self.tokenizer_dir, c.rollout, c.model.lora),
                                 {"dtype": c.model.dtype, "worker_index": i, "seed": c.train.seed}),
         )
@@ -127,9 +135,15 @@ class Coordinator:
         self.pool = RewardPool(
             [(f.name, f.weight) for f in c.reward.functions], c.reward.num_actors, c.reward.timeout_s,
             use_ray=True, actor_options={"num_cpus": c.reward.num_cpus, "runtime_env": env},
+            name_prefix=self.name_prefix,
         )
         self.pool.wait_ready()
         self.info["trainable_params"] = trainable[0]
+        # Where Ray put each role (placement groups: learner ranks packed, rollout workers spread).
+        self.info["placement"] = placement = {
+            "learner": self.learners.node_ids(), "rollout": self.rollout.node_ids(), "reward": self.pool.node_ids(),
+        }
+        self.run.event("placement", **placement)
 
     def _filter_by_difficulty(self) -> dict:
         """Seed 004 §2.3: sample every training prompt with the current policy, keep the 30/50/20 mix."""
@@ -227,6 +241,8 @@ class Coordinator:
         if active != was_active:
             ev = self.switch.events[-1]
             self.run.event("ngrpo_switch", step=ev.step, active=ev.active, window_value=ev.window_value)
+            if self.ray_metrics:
+                self.ray_metrics.switch_event(ev.active)
             log.info("step %d: NGRPO %s (window frac_reward_zero_std %.3f)", ev.step, "ON" if ev.active else "OFF", ev.window_value)
         adv = batching.step_advantages(shaped, active, c.algorithm)
 
@@ -253,6 +269,8 @@ class Coordinator:
             **times,
         }
         self.run.metrics(row)
+        if self.ray_metrics:
+            self.ray_metrics.record(row)
         if c.train.checkpoint_every and self.step % c.train.checkpoint_every == 0:
             self.save_adapter(f"checkpoints/step_{self.step:05d}")
         return row
@@ -298,6 +316,9 @@ class Coordinator:
         table = batching.eval_table(rows, texts, breakdowns)
         table.update(policy_version=self.version, seconds=time.perf_counter() - t)
         self.eval_tables[tag] = table
+        if self.ray_metrics:
+            self.ray_metrics.record_eval(tag, table)
+        self.run.eval(tag, table)  # TensorBoard
         self.run.event("eval", tag=tag, **{k: v for k, v in table.items() if k != "per_category"})
         self.run.write_json("eval.json", self.eval_tables)
         return table

@@ -26,8 +26,10 @@ log = logging.getLogger(__name__)
 class RewardActor:
     """Scores one shard with every configured reward function (weighted sum)."""
 
-    def __init__(self, functions: list[tuple[str, float]], timeout_s: float) -> None:
+    def __init__(self, functions: list[tuple[str, float]], timeout_s: float, index: int = 0) -> None:
         from rewards.registry import get_reward
+
+        self.index = index
 
         self.functions = [(name, get_reward(name), float(w)) for name, w in functions]
         self.timeout_s = timeout_s
@@ -36,6 +38,15 @@ class RewardActor:
 
     def ready(self) -> bool:
         return True
+
+    def node_id(self) -> str | None:
+        """The Ray node this actor runs on (None in-process without Ray)."""
+        import ray
+
+        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+
+    def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
+        return f"RewardActor({self.index})"
 
     def _call(self, fn: Any, req: ScoreRequest, idx: list[int]) -> list[float]:
         cols = {k: [v[i] for i in idx] for k, v in req.columns.items()}
@@ -116,20 +127,26 @@ class RewardPool:
         timeout_s: float = 30.0,
         use_ray: bool = True,
         actor_options: dict | None = None,
+        name_prefix: str | None = None,
     ) -> None:
         self.functions, self.timeout_s, self.use_ray = functions, timeout_s, use_ray
         self.actor_options = actor_options or {}
+        self.name_prefix = name_prefix  # readable actor names in the dashboard: "<prefix>reward-<i>"
         self.total_failures = 0
         self.replaced_actors = 0
         self.actors = [self._new_actor(i) for i in range(num_actors)]
 
     def _new_actor(self, index: int):
         if not self.use_ray:
-            return RewardActor(self.functions, self.timeout_s)
+            return RewardActor(self.functions, self.timeout_s, index)
         import ray
 
         opts = {"num_cpus": 0.25, **self.actor_options}
-        return ray.remote(RewardActor).options(**opts).remote(self.functions, self.timeout_s)
+        if self.name_prefix is not None:
+            # A replacement gets a new name: the killed actor's name may not be released yet.
+            gen = f".{self.replaced_actors}" if self.replaced_actors else ""
+            opts["name"] = f"{self.name_prefix}reward-{index}{gen}"
+        return ray.remote(RewardActor).options(**opts).remote(self.functions, self.timeout_s, index)
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Fail early, with the reason, when the cluster cannot schedule the reward actors."""
@@ -144,6 +161,14 @@ class RewardPool:
                 f"only {len(ready)} of {len(refs)} reward actors started within {timeout_s:.0f}s; the cluster "
                 f"has {ray.available_resources()} free: lower reward.num_cpus or reward.num_actors"
             )
+
+    def node_ids(self) -> list[str | None]:
+        """The node of each reward actor, in order."""
+        if not self.use_ray:
+            return [a.node_id() for a in self.actors]
+        import ray
+
+        return ray.get([a.node_id.remote() for a in self.actors])
 
     def score(self, req: ScoreRequest) -> ScoreResult:
         n = len(req.completions)

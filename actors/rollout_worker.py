@@ -44,6 +44,9 @@ def engine_env() -> dict[str, str]:
 
 
 class RolloutWorker:
+    def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
+        return f"RolloutWorker({getattr(self, 'worker_index', '?')})"
+
     def __init__(
         self,
         base_model_dir: str,
@@ -69,6 +72,8 @@ class RolloutWorker:
             max_model_len=cfg.max_model_len,
             tensor_parallel_size=cfg.tensor_parallel_size,
         )
+        if cfg.distributed_executor_backend:
+            kwargs["distributed_executor_backend"] = cfg.distributed_executor_backend
         if torch.cuda.is_available():
             kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
         else:

@@ -1,6 +1,8 @@
-"""The run directory: metrics.jsonl (one row per step), events, eval.json, config snapshot.
+"""The run directory: metrics.jsonl (one row per step), events, eval.json, config snapshot, and the
+same metrics as TensorBoard scalars in tensorboard/.
 
-Owns file formats only. Rows are flushed as they are written so a crashed run keeps its history.
+Owns file formats only. Rows are flushed as they are written so a crashed run keeps its history; the
+TensorBoard copy is flushed every few seconds and at close (it is for looking, the JSONL is the record).
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from observe.tensorboard import TensorBoardLog
+
 
 def _clean(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
@@ -18,15 +22,26 @@ def _clean(v: Any) -> Any:
 
 
 class RunLog:
-    def __init__(self, run_dir: str | Path) -> None:
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
+        # Each RunLog opens a new event file (the JSONL files are appended to); TensorBoard reads all
+        # the files in the folder as one run.
+        self.tensorboard = TensorBoardLog(self.dir / "tensorboard") if tensorboard else None
 
     def metrics(self, row: dict[str, Any]) -> None:
         self._metrics.write(json.dumps({k: _clean(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
         self._metrics.flush()
+        if self.tensorboard is not None:
+            self.tensorboard.metrics(row)
+
+    def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None:
+        """An eval table (e.g. tag "before" / "after") as TensorBoard scalars eval/<tag>/…, at `step`
+        or the table's policy_version. eval.json stays the caller's, through `write_json`."""
+        if self.tensorboard is not None:
+            self.tensorboard.eval(tag, table, step)
 
     def event(self, kind: str, **fields: Any) -> None:
         self._events.write(json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n")
@@ -45,3 +60,5 @@ class RunLog:
     def close(self) -> None:
         self._metrics.close()
         self._events.close()
+        if self.tensorboard is not None:
+            self.tensorboard.close()

@@ -7,19 +7,16 @@ reward, and the final eval table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from observe import runs as observe_runs
+
 
 def load_run(path: Path) -> dict:
-    rows = [json.loads(x) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    ev = json.loads((path / "eval.json").read_text()) if (path / "eval.json").exists() else {}
-    events = []
-    if (path / "events.jsonl").exists():
-        events = [e for e in map(json.loads, (path / "events.jsonl").read_text().splitlines())
-                  if e.get("event") == "ngrpo_switch"]
-    return {"name": path.name, "rows": rows, "eval": ev, "switches": events}
+    """The run as the dict `report` reads; reading the directory is `observe.runs.load_run`'s job."""
+    run = observe_runs.load_run(path)
+    return {"name": run.name, "rows": run.rows, "eval": run.eval, "switches": run.switches}
 
 
 def _window_mean(rows: list[dict], key: str, lo: int, hi: int) -> float | None:

@@ -29,6 +29,7 @@ class ActorGroup:
         args_for: Callable[[int], tuple[tuple, dict]],
         runtime_env: dict | None = None,
         placement_timeout_s: float = 120.0,
+        name_prefix: str | None = None,
     ) -> None:
         import ray
         from ray.util.placement_group import placement_group
@@ -58,11 +59,20 @@ class ActorGroup:
             }
             if runtime_env:
                 opts["runtime_env"] = runtime_env
+            if name_prefix is not None:  # readable in the dashboard: "<run>/rollout-0"
+                opts["name"] = f"{name_prefix}{name}-{i}"
             self.actors.append(remote_cls.options(**opts).remote(*args, **kwargs))
         self.name = name
 
     def __len__(self) -> int:
         return len(self.actors)
+
+    def node_ids(self) -> list[str]:
+        """The node each actor was placed on (its placement-group bundle's node), in actor order."""
+        from ray.util.placement_group import placement_group_table
+
+        where = placement_group_table(self.pg)["bundles_to_node_id"]
+        return [where[i] for i in range(len(self.actors))]
 
     def async_call(self, method: str, *args: Any, **kwargs: Any) -> list:
         """The same call on every actor; one ObjectRef each."""

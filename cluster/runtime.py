@@ -17,8 +17,9 @@ log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def role_env() -> dict[str, str]:
-    """Environment for every actor: offline hub, in-process vLLM, persistent compile caches."""
+def role_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for every actor: offline hub, in-process vLLM, persistent compile caches; then
+    `extra` (config `cluster.env_vars`), which wins."""
     cache = cache_root()
     return {
         "HF_HUB_OFFLINE": "1",
@@ -29,11 +30,12 @@ def role_env() -> dict[str, str]:
         "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
         "NGRPO_CACHE": str(cache),
         "RAY_DEDUP_LOGS": "1",
+        **(extra or {}),
     }
 
 
-def apply_role_env() -> None:
-    for k, v in role_env().items():
+def apply_role_env(extra: dict[str, str] | None = None) -> None:
+    for k, v in role_env(extra).items():
         os.environ.setdefault(k, v)
 
 
@@ -41,14 +43,14 @@ def connect(cfg: ClusterConfig) -> dict:
     """Attach to the configured / RAY_ADDRESS cluster, or start a local one. Returns a description."""
     import ray
 
-    apply_role_env()
+    apply_role_env(cfg.env_vars)
     if ray.is_initialized():
         return {"mode": "already-initialized"}
     address = cfg.address or os.environ.get("RAY_ADDRESS")
-    env = dict(role_env())
+    env = role_env(cfg.env_vars)
     if address:
         runtime_env: dict = {"env_vars": env}
-        if not os.environ.get("RAY_JOB_ID") and not _inside_job():
+        if not inside_job():
             # Driver outside `ray job submit`: ship the code (the job's working_dir does it otherwise).
             runtime_env["working_dir"] = str(ROOT)
             runtime_env["excludes"] = [".venv", ".git", "runs", "*.egg-info", ".hypothesis"]
@@ -67,6 +69,16 @@ def connect(cfg: ClusterConfig) -> dict:
     return {"mode": "local", "num_cpus": cfg.local_num_cpus}
 
 
-def _inside_job() -> bool:
-    """True when this driver was started by `ray job submit` (its entrypoint gets a job id)."""
-    return bool(os.environ.get("RAY_JOB_SUBMISSION_ID") or os.environ.get("RAY_SUBMISSION_ID"))
+def inside_job() -> bool:
+    """True when this driver is the entrypoint of `ray job submit`: the job supervisor hands it the
+    job's config (runtime_env with the uploaded working_dir) in this variable."""
+    return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ  # ray._private.runtime_env.constants
+
+
+def run_root(run_dir: str) -> Path:
+    """Where run directories go. A relative `train.run_dir` inside `ray job submit` would land in the
+    job's temporary copy of the working dir and vanish with it: put it under ~/ngrpo-ray instead."""
+    path = Path(run_dir).expanduser()
+    if not path.is_absolute() and inside_job():
+        path = Path.home() / "ngrpo-ray" / path
+    return path

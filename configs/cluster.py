@@ -17,3 +17,6 @@ class ClusterConfig(BaseModel):
     """Object store cap of a locally started Ray."""
     include_dashboard: bool = False
     """Start the dashboard with a local Ray."""
+    env_vars: dict[str, str] = Field(default_factory=dict)
+    """Extra environment for every role (e.g. NCCL_*, HF_HOME); wins over the project's defaults. The
+    shell's environment does not reach a submitted job's actors: put what they need here."""

@@ -29,5 +29,8 @@ class LearnerConfig(BaseModel):
     """CPUs per rank."""
     num_gpus: float = Field(0.0, ge=0)
     """GPUs per rank."""
+    placement_strategy: Literal["PACK", "STRICT_PACK", "SPREAD", "STRICT_SPREAD"] = "PACK"
+    """How the ranks' placement group places them: PACK (they all-reduce every step); STRICT_PACK
+    insists on one node."""
     gradient_checkpointing: bool = False
     """Trade compute for memory (7B on GPU)."""

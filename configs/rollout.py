@@ -19,6 +19,11 @@ class RolloutConfig(BaseModel):
     """CPUs reserved per worker (Ray resource)."""
     num_gpus: float = Field(0.0, ge=0)
     """GPUs reserved per worker; 0 on CPU. With TP > 1 set this to the TP size."""
+    placement_strategy: Literal["SPREAD", "STRICT_SPREAD", "PACK", "STRICT_PACK"] = "SPREAD"
+    """How the workers' placement group places them: SPREAD over nodes (they only talk to the coordinator)."""
+    distributed_executor_backend: Literal["mp", "ray", "uni"] | None = None
+    """vLLM's executor for tensor parallelism inside a worker; None lets vLLM choose. `mp` keeps the TP
+    processes inside the worker's own GPUs instead of asking Ray for more."""
     n: int = Field(8, ge=2, le=64)
     """Completions per prompt (the GRPO group size; seed: 8)."""
     temperature: float = Field(0.9, gt=0.0, le=3.0)

@@ -65,6 +65,9 @@ class Learner:
         self.engine = None
         self.version = 0
 
+    def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
+        return f"Learner(rank {getattr(self, 'rank', '?')}/{getattr(self, 'world_size', '?')})"
+
     def rendezvous(self) -> tuple[str, int]:
         """Rank 0's address and a free port for torch.distributed."""
         return node_address(), free_port()

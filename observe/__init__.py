@@ -1,0 +1,11 @@
+"""Watching a run: metrics exported while it trains, and artifacts people would rather look at than read.
+
+- `ray_metrics`: metrics rows as Ray gauges/counters (Ray dashboard, Prometheus); `grafana`: its dashboard.
+- `tensorboard`: metrics rows and eval tables as TensorBoard scalars in `<run_dir>/tensorboard/`.
+- `runs`: reading a run directory back, tolerant of runs that died half-way.
+- `plots`, `report`: PNG plots and a Markdown report of one run directory.
+- `compare`: several runs in one figure.
+
+    python -m observe.report runs/<run>                       # writes runs/<run>/report/
+    python -m observe.compare runs/a runs/b --out cmp.png     # one figure, one line per run
+"""

@@ -1,0 +1,189 @@
+"""The report of one run: `<run_dir>/report/` with PNG plots and report.md that links them.
+
+    python -m observe.report runs/<run>        # (re)writes runs/<run>/report/
+
+Works on whatever the run left behind: a run that died before its first step or before the eval gets
+a report that says what is missing. `render_report` is pure (a `Run` and the plot files → Markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from observe import plots
+from observe.runs import Run, load_run
+from observe.series import active_spans, keys_with_prefix, numeric, series, summary
+
+# (file stem, plot function, caption); a plot with nothing to draw is left out.
+PLOTS = [
+    ("reward", plots.plot_reward, "Reward per step (± std within the step), NGRPO-on steps shaded"),
+    ("zero_std", plots.plot_zero_std, "Groups with zero reward std, the switch's window mean, NGRPO on"),
+    ("tool_accuracy", plots.plot_tool_accuracy, "Tool accuracy per category during training (smoothed)"),
+    ("eval", plots.plot_eval, "Held-out eval: tool accuracy per category, before / after"),
+    ("time", plots.plot_time, "Seconds per phase of each step"),
+]
+# Rows of the metrics table, in this order, when measured.
+SUMMARY_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "tool_accuracy",
+                "advantage_abs_mean", "completion_length", "frac_truncated", "entropy", "grad_norm",
+                "approx_kl"]
+SUMMARY_LAST = 10
+
+
+def _fmt(v: Any) -> str:
+    v = numeric(v)
+    return "—" if v is None else f"{v:.4g}"
+
+
+def _dig(d: Any, *path: str) -> Any:
+    """d[path[0]][path[1]]…, or None where a level is missing (older or partial config.json)."""
+    for p in path:
+        d = d.get(p) if isinstance(d, dict) else None
+    return d
+
+
+def config_lines(cfg: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
+    """The few settings that tell runs apart."""
+    if not cfg:
+        return ["- no config.json (missing or unreadable)"]
+    ngrpo = _dig(cfg, "algorithm", "ngrpo") or {}
+    mode = str(ngrpo.get("mode", "—"))
+    if mode == "dynamic":
+        on, off, window = (ngrpo.get(k) for k in ("on_above", "off_below", "window"))
+        mode += f" (on above {on}, off below {off}, window {window})"
+    warm = _dig(cfg, "train", "warmup") or {}
+    warmup = f"{warm.get('steps')} steps" if warm.get("enabled") else "off"
+    functions = _dig(cfg, "reward", "functions") or []
+    rewards = ", ".join(str(f.get("name")) for f in functions if isinstance(f, dict))
+    per_step = _dig(cfg, "train", "prompts_per_step")
+    return [
+        f"- model: `{_dig(cfg, 'model', 'name')}`",
+        f"- steps: {len(rows)} recorded of {_dig(cfg, 'train', 'steps')} configured",
+        f"- NGRPO mode: {mode}",
+        f"- learning rate: {_dig(cfg, 'learner', 'lr')}",
+        f"- prompts per step × completions: {per_step} × {_dig(cfg, 'rollout', 'n')}",
+        f"- reward: {rewards or '—'}",
+        f"- warm-up: {warmup}",
+    ]
+
+
+def metrics_lines(rows: list[dict[str, Any]]) -> list[str]:
+    out = [f"| metric | first | mean | mean of last {SUMMARY_LAST} | final |", "|---|---|---|---|---|"]
+    for key in SUMMARY_KEYS:
+        if (s := summary(rows, key, SUMMARY_LAST)) is not None:
+            cells = " | ".join(_fmt(s[c]) for c in ("first", "mean", "last_mean", "final"))
+            out.append(f"| {key} | {cells} |")
+    times = {k: sum(series(rows, k)[1]) for k in keys_with_prefix(rows, "time/")}
+    total = sum(times.values())
+    if total > 0:
+        shares = ", ".join(f"{k.split('/', 1)[1]} {t / total:.0%}" for k, t in times.items())
+        out += ["", f"Time in RL steps: {total:.0f} s ({shares})."]
+    failures = sum(series(rows, "reward_failures")[1])
+    if failures:
+        out += ["", f"Reward failures (completions scored 0 after a crash or timeout): {failures:.0f}."]
+    return out
+
+
+def switch_lines(run: Run) -> list[str]:
+    spans = active_spans(run.rows)
+    on_steps = sum(hi - lo + 1 for lo, hi in spans)
+    where = ", ".join(f"{lo}–{hi}" if lo != hi else f"{lo}" for lo, hi in spans)
+    out = [f"NGRPO was on for {on_steps} of {len(run.rows)} steps" + (f": {where}." if where else ".")]
+    if not run.switches:
+        out.append("No switch events.")
+    for sw in run.switches:
+        wv = numeric(sw.get("window_value"))
+        out.append(f"- step {sw.get('step')}: switched {'on' if sw.get('active') else 'off'}"
+                   + (f" (window frac_reward_zero_std {wv:.3f})" if wv is not None else ""))
+    return out
+
+
+def eval_markdown(tables: dict[str, dict[str, Any]]) -> str:
+    """eval.json as a Markdown table (percentages), for runs that died before writing eval_table.md."""
+    names = list(tables)
+    cats = sorted({c for t in tables.values() for c in (t.get("per_category") or {})})
+    rows = [(label, lambda t, k=k: t.get(k)) for label, k in
+            (("average score", "average_score"), ("tool accuracy", "tool_accuracy"),
+             ("reasoning score", "reasoning_score"))]
+    rows += [(c, lambda t, c=c: (t.get("per_category") or {}).get(c)) for c in cats]
+    out = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, get in rows:
+        cells = [get(tables[n]) for n in names]
+        if all(numeric(v) is None for v in cells):
+            continue
+        text = ["—" if (x := numeric(v)) is None else f"{100 * x:.1f}%" for v in cells]
+        out.append(f"| {label} | " + " | ".join(text) + " |")
+    return "\n".join(out)
+
+
+def eval_section(run: Run) -> list[str]:
+    table_md = run.path / "eval_table.md"
+    if table_md.exists() and table_md.read_text(encoding="utf-8").strip():
+        return [table_md.read_text(encoding="utf-8").strip()]
+    if run.eval:
+        return [eval_markdown(run.eval)]
+    return ["No eval yet (no eval.json in the run directory)."]
+
+
+def render_report(run: Run, images: dict[str, Path]) -> str:
+    """report.md for `run`; `images` maps plot stems to the PNGs written next to it."""
+    out = [f"# Run report: {run.name}", "", f"Run directory: `{run.path}`", "",
+           "## Config", *config_lines(run.config, run.rows)]
+    warm = next((e for e in run.events if e.get("event") == "warmup"), None)
+    if warm and numeric(warm.get("warmup_loss_first")) is not None:
+        first, last = _fmt(warm.get("warmup_loss_first")), _fmt(warm.get("warmup_loss_last"))
+        out.append(f"- warm-up loss: {first} → {last}")
+    out += ["", "## Training metrics"]
+    if run.rows:
+        out += metrics_lines(run.rows)
+    else:
+        out.append("No training steps recorded (metrics.jsonl is missing or empty).")
+    out += ["", "## NGRPO switch", *switch_lines(run), "", "## Eval (held-out)", *eval_section(run)]
+    if images:
+        out += ["", "## Plots"]
+        for stem, _, caption in PLOTS:
+            if stem in images:
+                out += ["", f"{caption}:", "", f"![{stem}]({images[stem].name})"]
+    return "\n".join(out) + "\n"
+
+
+def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path:
+    """Write the plots and report.md into `out_dir` (default `<run_dir>/report/`); returns report.md's path.
+
+    Raises FileNotFoundError only when `run_dir` does not exist; a partial run gets a partial report.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"no run directory at {run_dir}")
+    out = Path(out_dir) if out_dir is not None else run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    run = load_run(run_dir)
+    images: dict[str, Path] = {}
+    for stem, plot, _ in PLOTS:
+        path = out / f"{stem}.png"
+        path.unlink(missing_ok=True)  # a plot that has no data now must not survive from an older report
+        if plot(run, path) is not None:
+            images[stem] = path
+    report = out / "report.md"
+    report.write_text(render_report(run, images), encoding="utf-8")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run_dir", help="a run directory (metrics.jsonl, events.jsonl, eval.json, config.json)")
+    p.add_argument("--out", help="where to write (default RUN_DIR/report)")
+    args = p.parse_args(argv)
+    try:
+        path = write_report(args.run_dir, args.out)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""`ray job submit` against a real head started with `ray start --head`, as a user on a cluster does.
+
+One short training job (3 RL steps, tiny model) is submitted with the CLI from the repo root. While it
+runs, the node's Prometheus export is scraped for the training metrics and the dashboard's state API is
+asked for the actors' names. The head is started with `--block` in a child process, so stopping that
+process stops exactly this head (never `ray stop`, which would stop every Ray on the machine).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from cluster.runtime import ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
+
+BIN = Path(sys.executable).parent
+RUN = "submitted"
+OVERRIDES = [
+    "learner.num_cpus=1", "rollout.num_cpus=1", "rollout.n=4", "rollout.max_tokens=24",
+    "rollout.kv_cache_memory_bytes=67108864", "train.prompts_per_step=4", "train.steps=3", "train.eval_limit=12",
+    "train.warmup.enabled=false", "algorithm.ngrpo.mode=on", f"train.run_name={RUN}", "train.progress=false",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _get(url: str, timeout: float = 5.0) -> str:
+    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - local test cluster
+        return r.read().decode()
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory):
+    """A head on 127.0.0.1 with dashboard (jobs API) and a metrics export port; stopped afterwards."""
+    ports = {k: _free_port() for k in ("gcs", "dashboard", "metrics", "client", "agent", "agent_grpc", "env")}
+    env = {
+        **os.environ,
+        "RAY_AUTH_MODE": "disabled",  # PLATFORM.md: Ray 2.60's token auth would refuse the CLI client
+        "RAY_metrics_report_interval_ms": "1000",  # export every second so a short job is seen
+        "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # the job's `python` is this venv's
+    }
+    env.pop("RAY_ADDRESS", None)
+    log = open(tmp_path_factory.mktemp("head") / "head.log", "w")
+    proc = subprocess.Popen(
+        [str(BIN / "ray"), "start", "--head", "--block", "--num-cpus=5", "--node-ip-address=127.0.0.1",
+         f"--port={ports['gcs']}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+         f"--dashboard-port={ports['dashboard']}", f"--metrics-export-port={ports['metrics']}",
+         f"--ray-client-server-port={ports['client']}", f"--dashboard-agent-listen-port={ports['agent']}",
+         f"--dashboard-agent-grpc-port={ports['agent_grpc']}", f"--runtime-env-agent-port={ports['env']}",
+         f"--object-store-memory={400 * 1024**2}"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+    )
+    dashboard = f"http://127.0.0.1:{ports['dashboard']}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the jobs API answers a little after the head is up (PLATFORM.md)
+            try:
+                _get(f"{dashboard}/api/version")
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"ray head did not start: see {log.name}") from None
+                time.sleep(1)
+        yield {"dashboard": dashboard, "metrics": f"http://127.0.0.1:{ports['metrics']}/metrics", "env": env}
+    finally:
+        proc.terminate()  # --block: the ray start process stops the processes it started
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def job(head, tmp_path_factory):
+    """Submit the short run with the CLI; scrape metrics and list actors while it runs."""
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
+    run_root = tmp_path_factory.mktemp("runs")
+    sid = f"ngrpo-test-{int(time.time())}"
+    t0 = time.monotonic()
+    subprocess.run(
+        [str(BIN / "ray"), "job", "submit", "--address", head["dashboard"], "--working-dir", ".",
+         "--submission-id", sid, "--no-wait", "--", "python", "train.py", "--config", "tiny-cpu",
+         *[a for o in OVERRIDES + [f"train.run_dir={run_root}"] for a in ("--set", o)]],
+        cwd=ROOT, env=head["env"], check=True, capture_output=True, text=True, timeout=120,
+    )
+    client = JobSubmissionClient(head["dashboard"])
+    scrapes, names = [], set()
+    while True:
+        status = client.get_job_status(sid)
+        if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+            break
+        if time.monotonic() - t0 > 900:
+            client.stop_job(sid)
+            raise TimeoutError(f"job {sid} still {status} after 900s:\n{client.get_job_logs(sid)[-3000:]}")
+        try:
+            scrapes.append(_get(head["metrics"]))
+            actors = json.loads(_get(f"{head['dashboard']}/api/v0/actors?limit=1000"))
+            names |= {a.get("name") for a in actors["data"]["result"]["result"] if a.get("name")}
+        except (OSError, KeyError, ValueError):
+            pass  # the export or the state API may not answer in the first seconds
+        time.sleep(2)
+    return {
+        "status": status, "seconds": time.monotonic() - t0, "logs": client.get_job_logs(sid),
+        "run_dir": run_root / RUN, "scrapes": scrapes, "names": names,
+    }
+
+
+def test_job_succeeds_and_writes_its_run_directory(job):
+    print(f"\njob-submission test: {job['seconds']:.0f}s from submit to {job['status']}")
+    assert job["status"] == "SUCCEEDED", job["logs"][-4000:]
+    rows = [json.loads(x) for x in (job["run_dir"] / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert [r["policy_version"] for r in rows] == [1, 2, 3]
+    ev = json.loads((job["run_dir"] / "eval.json").read_text())
+    assert set(ev) == {"before", "after"}
+    assert (job["run_dir"] / "adapter" / "adapter_model.safetensors").exists()
+    assert list((job["run_dir"] / "tensorboard").glob("events.out.tfevents.*"))
+    report = (job["run_dir"] / "report" / "report.md").read_text()
+    assert "zero_std.png" in report and (job["run_dir"] / "report" / "zero_std.png").stat().st_size > 1000
+    assert f"run directory: {job['run_dir']}" in job["logs"]  # the driver says where its outputs are
+
+
+def test_training_metrics_reach_the_prometheus_export(job):
+    text = "\n".join(job["scrapes"])
+    for name in ("ray_ngrpo_frac_reward_zero_std", "ray_ngrpo_active", "ray_ngrpo_reward_mean",
+                 "ray_ngrpo_tool_accuracy", "ray_ngrpo_phase_seconds_bucket"):
+        assert re.search(rf'^{name}\{{[^}}]*run="{RUN}"', text, re.M), f"{name} not exported for run {RUN}"
+    # NGRPO is forced on in this run: the exported gauge says so.
+    assert re.search(rf'^ray_ngrpo_active\{{[^}}]*run="{RUN}"[^}}]*\}} 1(\.0)?$', text, re.M)
+    assert re.search(r'^ray_ngrpo_tool_accuracy_by_category\{[^}]*category="[a-z]+"', text, re.M)
+
+
+def test_actors_have_readable_names(job):
+    want = {f"{RUN}/coordinator", f"{RUN}/rollout-0", f"{RUN}/learner-0", f"{RUN}/reward-0", f"{RUN}/reward-1"}
+    assert want <= job["names"], f"missing {sorted(want - job['names'])}; saw {sorted(job['names'])}"

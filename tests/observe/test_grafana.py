@@ -1,0 +1,42 @@
+"""The shipped Grafana dashboard is the generated one, and it only queries metrics that are exported."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from observe.grafana import DASHBOARD_FILE, dashboard
+from observe.ray_metrics import split_key
+
+# What RayMetrics exports besides one gauge per row key (see observe/ray_metrics.py).
+COUNTERS = {"ngrpo_steps_total", "ngrpo_reward_failed_completions_total", "ngrpo_switch_events_total",
+            "ngrpo_phase_seconds_bucket"}
+ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_all_max", "frac_zero_std_all_min",
+            "ngrpo_active", "tool_accuracy", "tool_accuracy/x", "reward/x", "reward_part/x", "time/x", "grad_norm",
+            "entropy", "approx_kl", "loss", "clip_frac_low", "clip_frac_high", "completion_length",
+            "frac_truncated", "policy_version_lag_max", "policy_version", "logprob_gap_mean", "step",
+            "eval_tool_accuracy", "eval_tool_accuracy/x"]
+
+
+def test_shipped_json_is_the_generated_dashboard():
+    assert json.loads(DASHBOARD_FILE.read_text()) == dashboard(), "run: python -m observe.grafana > " + str(DASHBOARD_FILE)
+
+
+def test_every_query_names_an_exported_metric():
+    exported = {"ray_" + split_key(k)[0] for k in ROW_KEYS} | {"ray_" + n for n in COUNTERS}
+    board = dashboard()
+    exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
+    exprs.append(board["templating"]["list"][1]["query"]["query"])
+    used = {m for e in exprs for m in re.findall(r"\bray_[a-z0-9_]+", e)}
+    assert used and used <= exported, f"not exported: {sorted(used - exported)}"
+    # The headline metrics of SPEC §5 all have a panel.
+    for name in ("ray_ngrpo_frac_reward_zero_std", "ray_ngrpo_active", "ray_ngrpo_tool_accuracy_by_category",
+                 "ray_ngrpo_time_by_phase", "ray_ngrpo_clip_frac_high", "ray_ngrpo_policy_version_lag_max"):
+        assert name in used
+
+
+def test_panels_do_not_overlap_and_ids_are_unique():
+    panels = dashboard()["panels"]
+    assert len({p["id"] for p in panels}) == len(panels)
+    cells = [(p["gridPos"]["x"], p["gridPos"]["y"]) for p in panels]
+    assert len(set(cells)) == len(cells)
