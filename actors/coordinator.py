@@ -22,6 +22,7 @@ from actors import batching
 from actors.reward_pool import RewardPool
 from actors.rollout_worker import PushError, RolloutWorker
 from actors.run_log import RunLog
+from actors.sampling import CategoryAccuracy
 from actors.types import Rollout, ScoreRequest
 from cluster.actor_group import ActorGroup
 from cluster.runtime import role_env
@@ -48,6 +49,7 @@ class Coordinator:
         self.step = 0
         self._queues: dict[str | None, list[int]] = {}
         self._cat_order: list[str] = []
+        self._cat_acc: CategoryAccuracy | None = None  # adaptive sampling's per-category accuracy
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
         # Ray's metrics API (dashboard / Prometheus); in-process unit tests without Ray skip it.
@@ -178,9 +180,16 @@ class Coordinator:
         return ray.get(refs)
 
     def _next_rows(self) -> list[dict]:
-        n = self.cfg.train.prompts_per_step
-        if self.cfg.train.sampling == "balanced":
+        t = self.cfg.train
+        n = t.prompts_per_step
+        if t.sampling == "balanced":
             return [self._draw(self._draw_category()) for _ in range(n)]
+        if t.sampling == "adaptive":
+            if self._cat_acc is None:
+                cats = sorted({r["category"] for r in self.train_rows})
+                self._cat_acc = CategoryAccuracy(cats, t.adaptive_ema, t.adaptive_floor)
+            w = self._cat_acc.weights()
+            return [self._draw(c) for c in self.rng.choices(list(w), weights=list(w.values()), k=n)]
         return [self._draw(None) for _ in range(n)]
 
     def _draw_category(self) -> str:
@@ -228,6 +237,9 @@ class Coordinator:
         times["time/reward"] = time.perf_counter() - t
 
         metrics = batching.rollout_metrics(rows, groups, rewards, self.version, c.algorithm.ngrpo.max_reward)
+        if self._cat_acc is not None:
+            self._cat_acc.update(metrics)
+            metrics.update({f"sampling_weight/{k}": v for k, v in self._cat_acc.weights().items()})
         metrics.update(batching.breakdown_means(scored.breakdowns))
         shaped = rewards
         if c.algorithm.overlong.enabled:

@@ -81,6 +81,10 @@ class RolloutWorker:
         if cfg.serve_mode == "adapter":
             kwargs.update(enable_lora=True, max_lora_rank=_lora_rank_slot(lora_cfg.r), max_loras=2)
         self.llm = LLM(**kwargs)
+        # Merged serving reloads only the LoRA-touched tensors; vLLM then warns once per untouched
+        # layer ("RMSNorm: Failed to load weights") and keeps its weights, which is what we want. The
+        # push is verified by fingerprint and logprob gap instead; keep the log readable.
+        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").setLevel(logging.ERROR)
         torch.set_num_threads(threads)  # PLATFORM.md: the in-process engine drops torch's threads
         self.tokenizer = self.llm.get_tokenizer()
         self.version = 0
@@ -109,6 +113,7 @@ class RolloutWorker:
             n=n,
             temperature=temperature,
             top_p=self.cfg.top_p if temperature > 0 else 1.0,
+            min_p=self.cfg.min_p if temperature > 0 else 0.0,
             max_tokens=max_tokens or self.cfg.max_tokens,
             logprobs=0,  # the sampled token's logprob only
             # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a

@@ -30,6 +30,10 @@ class RolloutConfig(BaseModel):
     """Sampling temperature (seed: 0.9)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     """Nucleus sampling."""
+    min_p: float = Field(0.0, ge=0.0, lt=1.0)
+    """Drop tokens less likely than min_p times the most likely one (0: off). Cuts the junk tail that
+    breaks JSON at high temperature while keeping real alternatives (e.g. a rarely chosen tool). The
+    learner still scores samples under the full distribution, as vLLM's returned logprobs are."""
     max_tokens: int = Field(350, ge=8, le=8192)
     """Longest completion (seed: 350)."""
     max_model_len: int = Field(1024, ge=64)

@@ -37,9 +37,15 @@ class TrainConfig(BaseModel):
     """Prompts per step; each is sampled `rollout.n` times."""
     seed: int = 0
     """Seed of prompt order, sampling and initialisation."""
-    sampling: Literal["shuffle", "balanced"] = "shuffle"
+    sampling: Literal["shuffle", "balanced", "adaptive"] = "shuffle"
     """`shuffle`: epochs over the rows in random order; `balanced`: each prompt's category drawn
-    uniformly, then a row of it (every category gets equal RL attention whatever its share)."""
+    uniformly, then a row of it (every category gets equal RL attention whatever its share);
+    `adaptive`: categories drawn with weight `adaptive_floor + (1 - recent tool accuracy)`, so the
+    ones the policy still gets wrong get more prompts."""
+    adaptive_floor: float = Field(0.1, ge=0.0, le=10.0)
+    """Adaptive sampling: weight every category keeps however well it is solved."""
+    adaptive_ema: float = Field(0.3, gt=0.0, le=1.0)
+    """Adaptive sampling: weight of the newest step in each category's moving tool accuracy."""
     warmup: WarmupConfig = WarmupConfig()
     """SFT warm-up stage."""
     eval_before: bool = True

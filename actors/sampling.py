@@ -1,0 +1,34 @@
+"""Which category the next RL prompt comes from, when `train.sampling` is `adaptive`.
+
+Categories the policy still gets wrong get more prompts: each category's weight is ``floor + (1 -
+accuracy)``, where accuracy is a moving average of its tool accuracy in recent steps (unmeasured
+categories start at 0.5). Every category keeps at least ``floor`` so that a solved one is still
+rehearsed and a regression shows up. A pure helper; the coordinator owns the random generator.
+
+>>> t = CategoryAccuracy(["a", "b"], ema=0.5, floor=0.1)
+>>> t.update({"tool_accuracy/a": 1.0, "tool_accuracy/b": 0.0})
+>>> {c: round(w, 3) for c, w in t.weights().items()}
+{'a': 0.35, 'b': 0.85}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CategoryAccuracy:
+    def __init__(self, categories: list[str], ema: float, floor: float, start: float = 0.5) -> None:
+        if not categories:
+            raise ValueError("adaptive sampling needs at least one category")
+        self.ema, self.floor = ema, floor
+        self.acc = dict.fromkeys(sorted(categories), start)
+
+    def update(self, metrics: dict[str, Any]) -> None:
+        """Fold one step's `tool_accuracy/<category>` values in (categories not drawn keep theirs)."""
+        for c in self.acc:
+            v = metrics.get(f"tool_accuracy/{c}")
+            if isinstance(v, int | float) and v == v:
+                self.acc[c] = (1 - self.ema) * self.acc[c] + self.ema * float(v)
+
+    def weights(self) -> dict[str, float]:
+        return {c: self.floor + (1.0 - a) for c, a in self.acc.items()}
