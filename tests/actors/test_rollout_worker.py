@@ -100,3 +100,16 @@ def test_push_with_wrong_fingerprint_is_refused(tiny_paths, ray_local):
     with pytest.raises(PushError, match="not newer"):
         w.load_adapter(update)
     ray_local.kill(actor)
+
+
+def test_min_p_cuts_the_sampling_tail(tiny_paths, ray_local):
+    """rollout.min_p reaches vLLM: keeping only tokens within 0.1% of the top one, sampling at T 1.0
+    reproduces greedy decoding (the random tiny model samples almost anything without it)."""
+    lcfg = LoraConfig(r=8, alpha=16)
+    cfg = RolloutConfig(n=6, temperature=1.0, min_p=0.999, max_tokens=8, max_model_len=256,
+                        kv_cache_memory_bytes=64 * 1024**2)
+    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg)
+    greedy = w.generate([PROMPT], n=1, temperature=0.0).groups[0][0].token_ids
+    sampled = [c.token_ids for c in w.generate([PROMPT]).groups[0]]
+    ray_local.kill(actor)
+    assert len(sampled) == 6 and all(s == greedy for s in sampled)
