@@ -104,7 +104,8 @@ class Coordinator:
 
             rows = compact_rows(rows)
         out = str(self.run.dir / "warmup_model")
-        task = ray.remote(sft_warmup).options(num_cpus=self.cfg.learner.num_cpus, runtime_env={"env_vars": role_env(self.cfg.cluster.env_vars)})
+        env = {"env_vars": role_env(self.cfg.cluster.env_vars)}
+        task = ray.remote(sft_warmup).options(num_cpus=self.cfg.learner.num_cpus, runtime_env=env)
         stats = ray.get(task.remote(
             self.base_model_dir, self.tokenizer_dir, rows, out, steps=w.steps, lr=w.lr,
             batch_size=w.batch_size, system=self.cfg.data.system_prompt, seed=self.cfg.train.seed,

@@ -30,7 +30,6 @@ class RewardActor:
         from rewards.registry import get_reward
 
         self.index = index
-
         self.functions = [(name, get_reward(name), float(w)) for name, w in functions]
         self.timeout_s = timeout_s
         self.poisoned = False  # a timed-out call left a thread running: the pool replaces this actor

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from observe.series import numeric
+
 
 class CategoryAccuracy:
     def __init__(self, categories: list[str], ema: float, floor: float, start: float = 0.5) -> None:
@@ -26,9 +28,9 @@ class CategoryAccuracy:
     def update(self, metrics: dict[str, Any]) -> None:
         """Fold one step's `tool_accuracy/<category>` values in (categories not drawn keep theirs)."""
         for c in self.acc:
-            v = metrics.get(f"tool_accuracy/{c}")
-            if isinstance(v, int | float) and v == v:
-                self.acc[c] = (1 - self.ema) * self.acc[c] + self.ema * float(v)
+            v = numeric(metrics.get(f"tool_accuracy/{c}"))
+            if v is not None:
+                self.acc[c] = (1 - self.ema) * self.acc[c] + self.ema * v
 
     def weights(self) -> dict[str, float]:
         return {c: self.floor + (1.0 - a) for c, a in self.acc.items()}
