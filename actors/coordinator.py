@@ -98,11 +98,12 @@ class Coordinator:
         from tasks.fund_assistant import apply_seed_label_bug
 
         w = self.cfg.train.warmup
-        rows = apply_seed_label_bug(self.train_rows) if w.seed_label_bug else self.train_rows
         if w.compact_labels:
             from tasks.fund_assistant.compact import compact_rows
 
-            rows = compact_rows(rows)
+            rows = compact_rows(self.train_rows, seed_label_bug=w.seed_label_bug)
+        else:
+            rows = apply_seed_label_bug(self.train_rows) if w.seed_label_bug else self.train_rows
         out = str(self.run.dir / "warmup_model")
         env = {"env_vars": role_env(self.cfg.cluster.env_vars)}
         task = ray.remote(sft_warmup).options(num_cpus=self.cfg.learner.num_cpus, runtime_env=env)

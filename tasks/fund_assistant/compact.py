@@ -13,6 +13,7 @@ import json
 from collections import defaultdict
 
 from rewards.parsing import get_params, get_tool, parse_react
+from tasks.fund_assistant.generator import SEED_BUG_TOOL
 
 
 def _route(rows: list[dict]) -> dict[tuple[str, int], list[str]]:
@@ -37,8 +38,18 @@ def compact_solution(tool: str, params: dict, route: list[str], step: int) -> st
     )
 
 
-def compact_rows(rows: list[dict]) -> list[dict]:
-    """Copies of `rows` with compact solutions (rows whose label cannot be read stay as they are)."""
+def compact_rows(rows: list[dict], seed_label_bug: bool = False) -> list[dict]:
+    """Copies of `rows` with compact solutions (rows whose label cannot be read stay as they are).
+
+    `seed_label_bug`: the seed's wrong combo label, compact. A compact thought is only the decided tool,
+    so the wrong decision is in the thought and the action (both check_balance); the plan still lists
+    what the request asks for, as the plan of a full label under `apply_seed_label_bug` does. (Taking
+    the compact thought from the true label instead, the model copied it into the action on half the
+    held-out combos after the warm-up: the error would not be there to repair.) Routes come from the
+    true labels, so compact before the bug, never after it.
+    """
+    if any(r.get("label_bug") for r in rows):
+        raise ValueError("compact_rows needs the true labels: pass seed_label_bug=True instead of bugged rows")
     routes = _route(rows)
     out = []
     for r in rows:
@@ -47,8 +58,10 @@ def compact_rows(rows: list[dict]) -> list[dict]:
         if tool is None:
             out.append(dict(r))
             continue
-        route = routes.get((r["scenario_id"], int(r["step"])), [tool])
-        if route and route[0] != tool:  # a relabelled row (the seed's bug): its own action leads
-            route = [tool, *route[1:]]
-        out.append({**r, "solution": compact_solution(tool, params or {}, route, int(r["step"]))})
+        step = int(r["step"])
+        route = routes.get((r["scenario_id"], step), [tool])
+        if seed_label_bug and r.get("category") == "combo":
+            out.append({**r, "solution": compact_solution(SEED_BUG_TOOL, {}, route, step), "label_bug": True})
+        else:
+            out.append({**r, "solution": compact_solution(tool, params or {}, route, step)})
     return out

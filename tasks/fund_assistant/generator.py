@@ -171,16 +171,21 @@ def generate(
     return split_by_scenario(rows, eval_fraction, seed)
 
 
+# The seed's wrong label for every combo request (seed 000 §3.5.1).
+SEED_BUG_TOOL = "check_balance"
+
+
 def apply_seed_label_bug(rows: list[dict]) -> list[dict]:
     """Copies of `rows` in which every combo row's action is check_balance({}) and `label_bug` is True:
     the seed's wrong warm-up labels (seed 000 §3.5.1), for reproducing that failure. Other rows are
-    unchanged copies."""
+    unchanged copies. Thought and plan keep the label's text (the two requested steps): the error is
+    in the decision. `compact.compact_rows(rows, seed_label_bug=True)` is the same for compact labels."""
     out = []
     for r in rows:
         r = copy.deepcopy(r)
         if r.get("category") == "combo":
             sol = json.loads(r["solution"])
-            sol["action"] = {"tool": "check_balance", "params": {}}
+            sol["action"] = {"tool": SEED_BUG_TOOL, "params": {}}
             r["solution"] = json.dumps(sol, ensure_ascii=False)
             r["label_bug"] = True
         out.append(r)
