@@ -125,7 +125,7 @@ class Coordinator:
             c.learner.placement_strategy,
             name="learner", runtime_env=env, name_prefix=self.name_prefix,
             args_for=lambda i: ((self.base_model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
-                                {"rank": i, "world_size": world, "seed": c.train.seed}),
+                                {"rank": i, "world_size": world, "seed": c.train.seed, "rl_steps": c.train.steps}),
         )
         self.rollout = ActorGroup(
             RolloutWorker, c.rollout.num_workers, {"num_cpus": c.rollout.num_cpus, "num_gpus": c.rollout.num_gpus},

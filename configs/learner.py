@@ -17,6 +17,13 @@ class LearnerConfig(BaseModel):
     """DeepSpeed ZeRO stage."""
     lr: float = Field(5e-6, gt=0, le=1.0)
     """AdamW learning rate (seed: 5e-6 for the 7B)."""
+    lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
+    """lr over the run's optimizer steps (`learner.schedule.lr_factor`): constant, or a linear/cosine
+    decay towards `lr_final_ratio` × lr."""
+    lr_warmup_steps: int = Field(0, ge=0)
+    """Optimizer steps of linear lr warm-up before the schedule."""
+    lr_final_ratio: float = Field(0.0, ge=0.0, le=1.0)
+    """linear/cosine: the fraction of lr the decay ends at."""
     weight_decay: float = Field(0.0, ge=0)
     """AdamW weight decay."""
     grad_clip: float = Field(1.0, gt=0)

@@ -25,6 +25,7 @@ from configs.learner import LearnerConfig
 from configs.model import ModelConfig
 from learner import lora as lora_io
 from learner.losses import policy_loss
+from learner.schedule import lr_factor
 from learner.sequences import completion_logits, entropy, pack, token_logprobs
 
 log = logging.getLogger(__name__)
@@ -58,11 +59,17 @@ class Learner:
         rank: int = 0,
         world_size: int = 1,
         seed: int = 0,
+        rl_steps: int | None = None,
     ) -> None:
+        if cfg.lr_schedule != "constant" and not rl_steps:
+            raise ValueError(f"lr_schedule {cfg.lr_schedule!r} needs the run's number of RL steps (rl_steps)")
         self.base_model_dir, self.tokenizer_dir = str(base_model_dir), str(tokenizer_dir)
         self.model_cfg, self.cfg, self.algo = model_cfg, cfg, algo
         self.rank, self.world_size, self.seed = rank, world_size, seed
+        # The schedule counts optimizer steps: updates_per_batch of them per RL step.
+        self.total_updates = (rl_steps or 0) * cfg.updates_per_batch
         self.engine = None
+        self.scheduler = None
         self.version = 0
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
@@ -108,6 +115,13 @@ class Learner:
         )
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        c = self.cfg
+        # Stepped by train_step after each engine.step(), not handed to DeepSpeed: one place decides
+        # when the schedule advances, whatever the ZeRO stage. ZeRO keeps the optimizer's param groups,
+        # so the factor set here is the lr its step uses.
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: lr_factor(s, self.total_updates, c.lr_schedule, c.lr_warmup_steps, c.lr_final_ratio)
+        )
         mb = self.cfg.micro_batch_size
         ds_config = {
             "train_micro_batch_size_per_gpu": mb,
@@ -228,7 +242,9 @@ class Learner:
                 for k in keys:
                     sums[k] += ent.item() if k == "entropy" else float(m.get(k, 0.0))
                 count += 1
+            lr = self.scheduler.get_last_lr()[0]
             self.engine.step()
+            self.scheduler.step()
         self.version += 1
         grad_norm = self.engine.get_global_grad_norm()
         gap = torch.cat(gaps) if gaps else torch.zeros(1)
@@ -237,6 +253,7 @@ class Learner:
             metrics.pop("kl_ref")
         metrics.update(
             loss=loss_total / self.cfg.updates_per_batch,
+            lr=lr,
             grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
             logprob_gap_mean=gap.mean().item(),
             logprob_gap_max=gap.max().item(),

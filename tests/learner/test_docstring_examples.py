@@ -11,6 +11,7 @@ MODULES = [
     "learner.ngrpo_switch",
     "learner.difficulty",
     "learner.token_weights",
+    "learner.schedule",
 ]
 
 

@@ -81,3 +81,29 @@ def test_exported_lora_is_peft_shaped(learner):
     assert keys and all(".lora_A." in k or ".lora_B." in k for k in keys)
     assert update.scale == pytest.approx(2.0)
     assert all(v.dtype == torch.float32 and v.device.type == "cpu" for v in update.weights.values())
+
+
+def test_lr_schedule_reaches_the_deepspeed_optimizer(tiny_paths, ray_local):
+    # Linear decay over one RL step: step 1 at the full lr, step 2 (past the end) at lr 0. If the
+    # scheduler's lr did not reach the optimizer ZeRO wraps, the second step would still move weights.
+    cfg = LearnerConfig(zero_stage=2, lr=1e-2, micro_batch_size=3, lr_schedule="linear")
+    actor = ray_local.remote(Learner).options(num_cpus=1).remote(
+        str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), ModelConfig(lora=LoraConfig(r=4, alpha=8)),
+        cfg, AlgorithmConfig(), rl_steps=1)
+    rank = _Sync(actor)
+    try:
+        assert rank.setup("127.0.0.1", free_port()) > 0
+        start = rank.export_lora().fingerprint
+        first = rank.train_step(_batch([1.0, -1.0, 0.5]))
+        moved = rank.export_lora().fingerprint
+        second = rank.train_step(_batch([1.0, -1.0, 0.5], seed=1))
+        assert first["lr"] == pytest.approx(1e-2) and second["lr"] == 0.0
+        assert moved != start and second["grad_norm"] > 0
+        assert rank.export_lora().fingerprint == moved
+    finally:
+        ray_local.kill(actor)
+
+
+def test_a_decaying_schedule_needs_the_run_length():
+    with pytest.raises(ValueError, match="rl_steps"):
+        Learner("m", "t", ModelConfig(), LearnerConfig(lr_schedule="cosine"), AlgorithmConfig())
