@@ -8,6 +8,7 @@ accuracy, per-category reward, completion lengths, truncation. Advantages come f
 from __future__ import annotations
 
 import math
+from typing import Any
 from collections import defaultdict
 from statistics import fmean
 
@@ -92,6 +93,14 @@ def rollout_metrics(
     for cat, vals in sorted(by_cat_tool.items()):
         m[f"tool_accuracy/{cat}"] = fmean(vals)
     return m
+
+
+def tool_accuracy_by(rows: list[dict], groups: list[list[Any]], column: str) -> dict[str, float]:
+    """Tool accuracy of this step's completions per value of a row column (e.g. `kind`)."""
+    hits: dict[str, list[float]] = defaultdict(list)
+    for row, group in zip(rows, groups):
+        hits[row[column]] += [float(tool_correct(c.text, row["solution"])) for c in group]
+    return {k: fmean(v) for k, v in hits.items()}
 
 
 def merge_rank_metrics(per_rank: list[dict[str, float]]) -> dict[str, float]:

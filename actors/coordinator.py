@@ -47,7 +47,7 @@ class Coordinator:
         self.rng = random.Random(cfg.train.seed)
         self.version = 0
         self.step = 0
-        self._queues: dict[str | None, list[int]] = {}
+        self._queues: dict[tuple[str, str] | None, list[int]] = {}
         self._cat_order: list[str] = []
         self._cat_acc: CategoryAccuracy | None = None  # adaptive sampling's per-category accuracy
         self.eval_tables: dict[str, dict] = {}
@@ -185,14 +185,18 @@ class Coordinator:
         t = self.cfg.train
         n = t.prompts_per_step
         if t.sampling == "balanced":
-            return [self._draw(self._draw_category()) for _ in range(n)]
+            return [self._draw("category", self._draw_category()) for _ in range(n)]
         if t.sampling == "adaptive":
             if self._cat_acc is None:
-                cats = sorted({r["category"] for r in self.train_rows})
-                self._cat_acc = CategoryAccuracy(cats, t.adaptive_ema, t.adaptive_floor)
+                missing = sum(1 for r in self.train_rows if not r.get(t.adaptive_by))
+                if missing:
+                    raise ValueError(f"train.adaptive_by={t.adaptive_by!r}: {missing} training rows have no {t.adaptive_by!r}")
+                values = sorted({r[t.adaptive_by] for r in self.train_rows})
+                self._cat_acc = CategoryAccuracy(values, t.adaptive_ema, t.adaptive_floor)
             w = self._cat_acc.weights()
-            return [self._draw(c) for c in self.rng.choices(list(w), weights=list(w.values()), k=n)]
-        return [self._draw(None) for _ in range(n)]
+            chosen = self.rng.choices(list(w), weights=list(w.values()), k=n)
+            return [self._draw(t.adaptive_by, v) for v in chosen]
+        return [self._draw("category", None) for _ in range(n)]
 
     def _draw_category(self) -> str:
         if not self._cat_order:
@@ -200,11 +204,12 @@ class Coordinator:
             self.rng.shuffle(self._cat_order)
         return self._cat_order.pop()
 
-    def _draw(self, category: str | None) -> dict:
-        """The next row of `category` (None: of any), each queue an endless sequence of shuffled epochs."""
-        queue = self._queues.setdefault(category, [])
+    def _draw(self, column: str, value: str | None) -> dict:
+        """The next row whose `column` is `value` (None: any row), each queue an endless sequence of
+        shuffled epochs."""
+        queue = self._queues.setdefault((column, value) if value is not None else None, [])
         if not queue:
-            queue += [i for i, r in enumerate(self.train_rows) if category is None or r["category"] == category]
+            queue += [i for i, r in enumerate(self.train_rows) if value is None or r.get(column) == value]
             self.rng.shuffle(queue)
         return self.train_rows[queue.pop()]
 
@@ -240,7 +245,7 @@ class Coordinator:
 
         metrics = batching.rollout_metrics(rows, groups, rewards, self.version, c.algorithm.ngrpo.max_reward)
         if self._cat_acc is not None:
-            self._cat_acc.update(metrics)
+            self._cat_acc.update(batching.tool_accuracy_by(rows, groups, c.train.adaptive_by))
             metrics.update({f"sampling_weight/{k}": v for k, v in self._cat_acc.weights().items()})
         metrics.update(batching.breakdown_means(scored.breakdowns))
         shaped = rewards

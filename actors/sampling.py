@@ -1,12 +1,13 @@
-"""Which category the next RL prompt comes from, when `train.sampling` is `adaptive`.
+"""Which category (or kind: `train.adaptive_by`) the next RL prompt comes from, when
+`train.sampling` is `adaptive`.
 
-Categories the policy still gets wrong get more prompts: each category's weight is ``floor + (1 -
-accuracy)``, where accuracy is a moving average of its tool accuracy in recent steps (unmeasured
-categories start at 0.5). Every category keeps at least ``floor`` so that a solved one is still
-rehearsed and a regression shows up. A pure helper; the coordinator owns the random generator.
+Values the policy still gets wrong get more prompts: each one's weight is ``floor + (1 - accuracy)``,
+where accuracy is a moving average of its tool accuracy in recent steps (unmeasured values start at
+0.5). Every value keeps at least ``floor`` so that a solved one is still rehearsed and a regression
+shows up. A pure helper; the coordinator owns the random generator.
 
 >>> t = CategoryAccuracy(["a", "b"], ema=0.5, floor=0.1)
->>> t.update({"tool_accuracy/a": 1.0, "tool_accuracy/b": 0.0})
+>>> t.update({"a": 1.0, "b": 0.0})
 >>> {c: round(w, 3) for c, w in t.weights().items()}
 {'a': 0.35, 'b': 0.85}
 """
@@ -25,10 +26,10 @@ class CategoryAccuracy:
         self.ema, self.floor = ema, floor
         self.acc = dict.fromkeys(sorted(categories), start)
 
-    def update(self, metrics: dict[str, Any]) -> None:
-        """Fold one step's `tool_accuracy/<category>` values in (categories not drawn keep theirs)."""
+    def update(self, accuracy: dict[str, Any]) -> None:
+        """Fold one step's tool accuracy per value in (values not drawn this step keep theirs)."""
         for c in self.acc:
-            v = numeric(metrics.get(f"tool_accuracy/{c}"))
+            v = numeric(accuracy.get(c))
             if v is not None:
                 self.acc[c] = (1 - self.ema) * self.acc[c] + self.ema * v
 

@@ -42,6 +42,10 @@ class TrainConfig(BaseModel):
     uniformly, then a row of it (every category gets equal RL attention whatever its share);
     `adaptive`: categories drawn with weight `adaptive_floor + (1 - recent tool accuracy)`, so the
     ones the policy still gets wrong get more prompts."""
+    adaptive_by: Literal["category", "kind"] = "category"
+    """Adaptive sampling: the row column whose values are weighed. `kind` (the row's template, e.g.
+    `combo_withdraw_funds` vs `combo_transfer_funds`) finds the hard part of a category that is
+    mostly solved."""
     adaptive_floor: float = Field(0.1, ge=0.0, le=10.0)
     """Adaptive sampling: weight every category keeps however well it is solved."""
     adaptive_ema: float = Field(0.3, gt=0.0, le=1.0)

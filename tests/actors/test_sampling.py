@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -17,23 +18,23 @@ def test_unmeasured_categories_start_equal():
 def test_weights_follow_the_moving_accuracy():
     t = CategoryAccuracy(["easy", "hard"], ema=0.5, floor=0.1)
     for _ in range(20):
-        t.update({"tool_accuracy/easy": 1.0, "tool_accuracy/hard": 0.0})
+        t.update({"easy": 1.0, "hard": 0.0})
     w = t.weights()
     assert w["easy"] == pytest.approx(0.1, abs=1e-4)  # solved: only the floor is left
     assert w["hard"] == pytest.approx(1.1, abs=1e-4)
-    t.update({"tool_accuracy/hard": 1.0})  # one good step moves it by ema
+    t.update({"hard": 1.0})  # one good step moves it by ema
     assert t.weights()["hard"] == pytest.approx(0.6, abs=1e-3)
 
 
 def test_missing_and_nan_values_leave_a_category_unchanged():
     t = CategoryAccuracy(["a", "b"], ema=0.5, floor=0.1)
-    t.update({"tool_accuracy/a": float("nan"), "tool_accuracy/zzz": 1.0, "reward/a": 1.0})
+    t.update({"a": float("nan"), "zzz": 1.0})
     assert t.acc == {"a": 0.5, "b": 0.5}
 
 
 def test_draws_favour_the_weak_category_but_keep_the_strong_one():
     t = CategoryAccuracy(["strong", "weak"], ema=1.0, floor=0.1)
-    t.update({"tool_accuracy/strong": 1.0, "tool_accuracy/weak": 0.0})
+    t.update({"strong": 1.0, "weak": 0.0})
     w = t.weights()
     draws = random.Random(0).choices(list(w), weights=list(w.values()), k=2000)
     share = draws.count("weak") / len(draws)
@@ -43,3 +44,22 @@ def test_draws_favour_the_weak_category_but_keep_the_strong_one():
 def test_no_categories_is_an_error():
     with pytest.raises(ValueError, match="at least one category"):
         CategoryAccuracy([], ema=0.3, floor=0.1)
+
+
+def test_tool_accuracy_by_kind_splits_a_category():
+    from types import SimpleNamespace
+
+    from actors.batching import tool_accuracy_by
+
+    def row(kind, tool):
+        return {"category": "combo", "kind": kind, "solution": json.dumps({"action": {"tool": tool, "params": {}}})}
+
+    def done(tool):
+        return SimpleNamespace(text=json.dumps({"thought": "t", "action": {"tool": tool, "params": {}}, "plan": []}))
+
+    rows = [row("combo_withdraw_funds", "withdraw_funds"), row("combo_transfer_funds", "transfer_funds"),
+            row("combo_withdraw_funds", "withdraw_funds")]
+    groups = [[done("check_balance"), done("withdraw_funds")], [done("transfer_funds")] * 2,
+              [done("check_balance")] * 2]
+    assert tool_accuracy_by(rows, groups, "kind") == {"combo_withdraw_funds": 0.25, "combo_transfer_funds": 1.0}
+    assert tool_accuracy_by(rows, groups, "category") == {"combo": 0.5}
