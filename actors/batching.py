@@ -8,9 +8,9 @@ accuracy, per-category reward, completion lengths, truncation. Advantages come f
 from __future__ import annotations
 
 import math
-from typing import Any
 from collections import defaultdict
 from statistics import fmean
+from typing import Any
 
 import torch
 
@@ -74,13 +74,11 @@ def rollout_metrics(
     m.update(zero_std_stats(rewards, max_reward=max_reward))
     correct, lengths, truncated, lags = [], [], [], []
     by_cat_reward: dict[str, list[float]] = defaultdict(list)
-    by_cat_tool: dict[str, list[float]] = defaultdict(list)
     for g, (row, group) in enumerate(zip(rows, groups)):
         for j, c in enumerate(group):
             ok = float(tool_correct(c.text, row["solution"]))
             correct.append(ok)
             by_cat_reward[row["category"]].append(rewards[g, j].item())
-            by_cat_tool[row["category"]].append(ok)
             lengths.append(len(c.token_ids))
             truncated.append(float(c.finish_reason == "length"))
             lags.append(version - c.policy_version)
@@ -90,13 +88,13 @@ def rollout_metrics(
     m["policy_version_lag_max"] = float(max(lags)) if lags else 0.0
     for cat, vals in sorted(by_cat_reward.items()):
         m[f"reward/{cat}"] = fmean(vals)
-    for cat, vals in sorted(by_cat_tool.items()):
-        m[f"tool_accuracy/{cat}"] = fmean(vals)
+    for cat, acc in sorted(tool_accuracy_by(rows, groups, "category").items()):
+        m[f"tool_accuracy/{cat}"] = acc
     return m
 
 
 def tool_accuracy_by(rows: list[dict], groups: list[list[Any]], column: str) -> dict[str, float]:
-    """Tool accuracy of this step's completions per value of a row column (e.g. `kind`)."""
+    """Tool accuracy of this step's completions per value of a row column (`category`, `kind`)."""
     hits: dict[str, list[float]] = defaultdict(list)
     for row, group in zip(rows, groups):
         hits[row[column]] += [float(tool_correct(c.text, row["solution"])) for c in group]

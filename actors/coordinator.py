@@ -49,7 +49,7 @@ class Coordinator:
         self.step = 0
         self._queues: dict[tuple[str, str] | None, list[int]] = {}
         self._cat_order: list[str] = []
-        self._cat_acc: CategoryAccuracy | None = None  # adaptive sampling's per-category accuracy
+        self._cat_acc: CategoryAccuracy | None = None  # adaptive sampling's accuracy per category or kind
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
         # Ray's metrics API (dashboard / Prometheus); in-process unit tests without Ray skip it.
