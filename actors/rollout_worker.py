@@ -15,15 +15,15 @@ import logging
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import torch
 
-from actors.types import Completion, LoraUpdate, Rollout
+from actors.offsets import token_char_offsets
+from contracts.types import Completion, LoraUpdate, Rollout, Served
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
-from learner import lora as lora_io
+from contracts import lora as lora_io
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class PushError(RuntimeError):
 
 
 def engine_env() -> dict[str, str]:
-    """Environment vLLM needs on this stack; set before `import vllm` (PLATFORM.md)."""
+    """Environment vLLM needs on this stack; set before `import vllm` (docs/platform.md#in-process-engine)."""
     return {
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # in-process engine: 2–3 s start-up instead of 15 s
         "HF_HUB_OFFLINE": "1",
@@ -85,7 +85,8 @@ class RolloutWorker:
         # layer ("RMSNorm: Failed to load weights") and keeps its weights, which is what we want. The
         # push is verified by fingerprint and logprob gap instead; keep the log readable.
         logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").setLevel(logging.ERROR)
-        torch.set_num_threads(threads)  # PLATFORM.md: the in-process engine drops torch's threads
+        # The in-process engine drops torch's threads (docs/platform.md#threads-and-pinning).
+        torch.set_num_threads(threads)
         self.tokenizer = self.llm.get_tokenizer()
         self.version = 0
         self.served_fingerprint = NO_ADAPTER
@@ -103,8 +104,10 @@ class RolloutWorker:
         temperature: float | None = None,
         max_tokens: int | None = None,
         seed: int | None = None,
+        offsets: bool = False,
     ) -> Rollout:
-        """n completions per prompt with token ids, raw-distribution logprobs and finish reasons."""
+        """n completions per prompt with token ids, raw-distribution logprobs and finish reasons;
+        with `offsets`, each token's character span in the text too (for DART token weights)."""
         from vllm import SamplingParams
 
         n = n or self.cfg.n
@@ -120,14 +123,15 @@ class RolloutWorker:
             # prefill is split); on CPU the engine-wide seed set at start-up makes runs repeatable.
             seed=seed if torch.cuda.is_available() else None,
         )
-        t0 = time.perf_counter()
         outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
         groups = []
         for out in outs:
             group = []
             for c in out.outputs:
-                lps = [d[tid].logprob for tid, d in zip(c.token_ids, c.logprobs or [])]
-                group.append(Completion(list(c.token_ids), lps, c.text, str(c.finish_reason), self.version))
+                ids = list(c.token_ids)
+                lps = [d[tid].logprob for tid, d in zip(ids, c.logprobs or [])]
+                spans = token_char_offsets(self.tokenizer, ids) if offsets else None
+                group.append(Completion(ids, lps, c.text, str(c.finish_reason), self.version, spans))
             groups.append(group)
         return Rollout(
             prompt_token_ids=[list(o.prompt_token_ids) for o in outs],
@@ -135,12 +139,11 @@ class RolloutWorker:
             policy_version=self.version,
             worker_index=self.worker_index,
             fingerprint=self.served_fingerprint,
-            seconds=time.perf_counter() - t0,
         )
 
     # ---- weight push ------------------------------------------------------------------------------
-    def load_adapter(self, update: LoraUpdate) -> str:
-        """Serve `update` from now on; returns the fingerprint of what is served.
+    def load_adapter(self, update: LoraUpdate) -> Served:
+        """Serve `update` from now on; returns what is served (version, fingerprint, size).
 
         Raises PushError when the received weights do not hash to the learner's fingerprint or the
         engine refuses them — never keeps serving the old policy silently.
@@ -159,7 +162,8 @@ class RolloutWorker:
             self._serve_adapter(update)
         self.version = update.version
         self.served_fingerprint = got
-        return got
+        nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
+        return Served(self.worker_index, self.version, got, nbytes)
 
     def _reload_merged(self, update: LoraUpdate) -> None:
         assert self._pristine is not None

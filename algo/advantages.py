@@ -7,7 +7,7 @@ Does not know about tokens, models or how rewards were produced.
 Example:
     >>> import torch
     >>> r = torch.full((1, 8), 0.8)
-    >>> group_advantages(r, ngrpo=True).round(decimals=2)      # the seed's worked example
+    >>> group_advantages(r, ngrpo=True).round(decimals=2)      # the field report's worked example
     tensor([[-0.3500, -0.3500, -0.3500, -0.3500, -0.3500, -0.3500, -0.3500, -0.3500]])
 """
 
@@ -68,7 +68,7 @@ def group_advantages(
     if rewards.shape[1] == 0:
         return rewards.detach().clone()
 
-    # float64 so the seed's and the paper's worked examples come out exact to many decimals.
+    # float64 so the field report's and the paper's worked examples come out exact to many decimals.
     r = rewards.detach().to(torch.float64)  # (G, n)
     if ngrpo:
         virtual = torch.full((r.shape[0], num_virtual), float(max_reward), dtype=r.dtype, device=r.device)

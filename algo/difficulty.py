@@ -1,8 +1,8 @@
-"""Model-aware difficulty filtering (seed 004 §2.3).
+"""Model-aware difficulty filtering (docs/algorithm.md#difficulty-filtering).
 
 Owns: given each prompt's pass rate over n samples from the current policy, dropping the prompts that
 carry no learning signal (all right or all wrong) and drawing an easy / medium / hard mix (30/50/20 by
-default, the seed's "pyramid"). Does not sample or score; the caller measures the pass rates.
+default, the field report's "pyramid"). Does not sample or score; the caller measures the pass rates.
 
 Example:
     >>> rates = [1.0, 0.0, 0.9, 0.8, 0.5, 0.5, 0.4, 0.6, 0.1, 0.2]

@@ -1,7 +1,7 @@
-"""The clipped policy-gradient loss (GRPO-TCR) and overlong reward shaping.
+"""The clipped policy-gradient loss (GRPO-TCR).
 
 Owns: the per-token PPO surrogate with asymmetric clipping, the optional k3 KL penalty to the reference
-policy, the token/sequence aggregations, and the length penalty added to rewards. Does not know where
+policy and the token/sequence aggregations. Does not know where
 log-probabilities come from (the learner computes them; the reference is the same model with the LoRA
 adapter disabled) nor how advantages were computed.
 
@@ -15,7 +15,6 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Literal
 
 import torch
@@ -48,7 +47,7 @@ def policy_loss(
     ``w_bt`` is ``token_weights`` (1 when absent). Weights scale the surrogate only, not the KL term (the
     pull towards the reference stays uniform) and not the normaliser. Aggregation over unmasked tokens:
 
-    - ``"token_mean"``: sum over all unmasked tokens / their count (seed 004: every token counts equally).
+    - ``"token_mean"``: sum over all unmasked tokens / their count (every token counts equally, as in DAPO).
     - ``"seq_mean_token_mean"``: each sequence's mean over its tokens, then the mean over sequences.
     - ``"seq_mean_token_sum_norm"`` (Dr.GRPO): each sequence's token sum / ``max_tokens`` (a constant,
       default T), then the mean over sequences, so long and short answers are not reweighted by length.
@@ -164,38 +163,3 @@ def _check_inputs(
         raise ValueError(f"eps_low must be in [0, 1), got {eps_low}")
     if eps_high < 0:
         raise ValueError(f"eps_high must be >= 0, got {eps_high}")
-
-
-def overlong_penalty(
-    lengths: torch.Tensor | Sequence[int], max_len: int, buffer: int
-) -> torch.Tensor:
-    """Overlong reward shaping (seed 004 §3.1): a penalty in [-1, 0] to ADD to each completion's reward.
-
-    ``0`` while ``length <= max_len - buffer``; then linear, ``(max_len - buffer - length) / buffer``,
-    reaching -1 at ``max_len``; ``-1`` beyond. A smooth ramp instead of a hard cut, so the model learns to
-    finish before the limit. ``buffer=0`` degenerates to a step: 0 up to ``max_len``, -1 beyond.
-    A completion truncated by the sampler has ``length == max_len`` and so gets -1.
-
-    Args:
-        lengths: ``(N,)`` completion lengths in tokens.
-        max_len: the maximum completion length.
-        buffer: the width of the ramp in tokens, ``0 <= buffer <= max_len``.
-
-    Returns:
-        ``(N,)`` float32 penalties.
-
-    Example:
-        >>> overlong_penalty([100, 310, 350, 400], max_len=350, buffer=50)
-        tensor([ 0.0000, -0.2000, -1.0000, -1.0000])
-    """
-    if max_len <= 0:
-        raise ValueError(f"max_len must be > 0, got {max_len}")
-    if not 0 <= buffer <= max_len:
-        raise ValueError(f"buffer must be in [0, max_len={max_len}], got {buffer}")
-    length = torch.as_tensor(lengths, dtype=torch.float64)  # (N,)
-    start = float(max_len - buffer)
-    if buffer == 0:
-        pen = torch.where(length > max_len, -1.0, 0.0).to(torch.float64)
-    else:
-        pen = ((start - length) / buffer).clamp(min=-1.0, max=0.0)
-    return pen.to(torch.float32)

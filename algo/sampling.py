@@ -14,9 +14,8 @@ shows up. A pure helper; the coordinator owns the random generator.
 
 from __future__ import annotations
 
+import math
 from typing import Any
-
-from observe.series import numeric
 
 
 class CategoryAccuracy:
@@ -29,8 +28,8 @@ class CategoryAccuracy:
     def update(self, accuracy: dict[str, Any]) -> None:
         """Fold one step's tool accuracy per value in (values not drawn this step keep theirs)."""
         for c in self.acc:
-            v = numeric(accuracy.get(c))
-            if v is not None:
+            v = accuracy.get(c)
+            if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
                 self.acc[c] = (1 - self.ema) * self.acc[c] + self.ema * v
 
     def weights(self) -> dict[str, float]:

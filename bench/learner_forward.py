@@ -27,11 +27,11 @@ def main(argv: list[str] | None = None) -> None:
     import torch
     from transformers import AutoModelForCausalLM
 
+    from bench.common import load_setup
     from learner.sequences import completion_logits, pack
-    from models.tiny import ensure_tiny_model
 
     torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(str(ensure_tiny_model().model_dir))
+    model = AutoModelForCausalLM.from_pretrained(str(load_setup().paths.model_dir))
     vocab = model.config.vocab_size
     lengths = (args.prompt + torch.randint(-20, 21, (args.batch,))).clamp(min=1).tolist()
     prompts = [torch.randint(3, vocab, (n,)).tolist() for n in lengths]

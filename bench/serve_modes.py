@@ -22,8 +22,8 @@ def _random_update(model_dir: str, lora_cfg, seed: int = 0):
     from peft import get_peft_model, get_peft_model_state_dict
     from transformers import AutoModelForCausalLM
 
-    from actors.types import LoraUpdate
-    from learner import lora as lora_io
+    from contracts import lora as lora_io
+    from contracts.types import LoraUpdate
 
     torch.manual_seed(seed)
     model = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir),
@@ -82,19 +82,12 @@ def main(argv: list[str] | None = None) -> int:
               f"ratio adapter/merged {secs['adapter'] / secs['merged']:.2f}x")
         return 0
 
-    from cluster.runtime import apply_role_env
+    from bench.common import load_setup
 
-    apply_role_env()
-    from models.tiny import ensure_tiny_model
-    from tasks.fund_assistant import generate
-    from tasks.fund_assistant.prompting import render_prompt
-    from transformers import AutoTokenizer
-
-    paths = ensure_tiny_model()
-    tok = AutoTokenizer.from_pretrained(paths.tokenizer_dir)
-    rows = generate()[1][: args.prompts]
-    prompts = [render_prompt(tok, r["prompt"], "short") for r in rows]
-    print(f"SECONDS {measure(args.only, paths, prompts, args.n, args.max_tokens, args.repeats)}", flush=True)
+    s = load_setup()
+    rows = s.task.rows()[1][: args.prompts]
+    prompts = [s.task.render_prompt(s.tokenizer, r) for r in rows]
+    print(f"SECONDS {measure(args.only, s.paths, prompts, args.n, args.max_tokens, args.repeats)}", flush=True)
     return 0
 
 

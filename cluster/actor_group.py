@@ -1,18 +1,24 @@
-"""ActorGroup: N copies of one role placed on a placement group, with calls fanned out to all.
+"""ActorGroup: N copies of one role, placed together, with calls fanned out to all of them.
 
-Learner ranks are PACKed (they talk to each other every step); rollout workers are SPREAD across
-nodes (they only talk to the coordinator). `async_*` methods return ObjectRefs; only the Coordinator
-calls `ray.get` on them.
+The one way roles are started, for every role (rollout workers, learner ranks, reward actors) and on
+either backend (`cluster.backend`): on Ray, a placement group holds one bundle per actor — learner
+ranks PACKed (they all-reduce every step), rollout workers SPREAD over nodes (they only talk to the
+coordinator) — and an actor that dies or hangs is replaced in its own bundle with the same arguments.
+In-process, the same calls run on plain objects, which is how unit tests drive the roles.
 
->>> group = ActorGroup(RolloutWorker, 2, {"num_cpus": 1}, "SPREAD", name="rollout")   # doctest: +SKIP
->>> refs = group.async_call("ready")            # one ObjectRef per actor
+>>> from cluster.backend import LocalBackend
+>>> group = ActorGroup(dict, 2, name="demo", args_for=lambda i: ((), {"rank": i}), backend=LocalBackend())
+>>> group.get(group.call("get", "rank"))
+[0, 1]
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from cluster.backend import Backend
 
 log = logging.getLogger(__name__)
 
@@ -22,76 +28,105 @@ class ActorGroup:
         self,
         cls: type,
         count: int,
-        resources: dict[str, float],
-        strategy: str,
         *,
         name: str,
         args_for: Callable[[int], tuple[tuple, dict]],
+        backend: Backend,
+        resources: dict[str, float] | None = None,
+        strategy: str | None = None,
         runtime_env: dict | None = None,
-        placement_timeout_s: float = 120.0,
         name_prefix: str | None = None,
+        placement_timeout_s: float = 120.0,
     ) -> None:
-        import ray
-        from ray.util.placement_group import placement_group
-        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+        """`count` actors of `cls`; actor i is built with `args_for(i)` = (args, kwargs).
 
-        bundle = {"CPU": resources.get("num_cpus", 1.0)}
-        if resources.get("num_gpus"):
-            bundle["GPU"] = resources["num_gpus"]
-        self.pg = placement_group([dict(bundle) for _ in range(count)], strategy=strategy, name=f"{name}-pg")
-        ready, _ = ray.wait([self.pg.ready()], timeout=placement_timeout_s)
-        if not ready:
-            from ray.util.placement_group import remove_placement_group
+        `resources` ({"num_cpus", "num_gpus"}) and `strategy` (PACK, SPREAD, …) place them on Ray;
+        `strategy=None` places each actor on its own, without a placement group (light roles)."""
+        self.cls, self.name, self.backend, self.args_for = cls, name, backend, args_for
+        self.resources = dict(resources or {"num_cpus": 1.0})
+        self.runtime_env, self.name_prefix = runtime_env, name_prefix
+        self.restarts = [0] * count  # per actor: how many times it was replaced
+        self.pg = None
+        if backend.name == "ray" and strategy is not None:
+            self.pg = _placement_group(name, count, self.resources, strategy, placement_timeout_s)
+        self.actors = [self._spawn(i) for i in range(count)]
 
-            remove_placement_group(self.pg)
-            raise RuntimeError(
-                f"could not place {count} x {bundle} for {name} ({strategy}) within {placement_timeout_s:.0f}s: "
-                f"the cluster has {ray.available_resources()}; lower {name} resources or add nodes"
-            )
-        remote_cls = ray.remote(cls)
-        self.actors = []
-        for i in range(count):
-            args, kwargs = args_for(i)
-            opts: dict[str, Any] = {
-                "num_cpus": bundle["CPU"],
-                "num_gpus": bundle.get("GPU", 0),
-                "scheduling_strategy": PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=i),
-            }
-            if runtime_env:
-                opts["runtime_env"] = runtime_env
-            if name_prefix is not None:  # readable in the dashboard: "<run>/rollout-0"
-                opts["name"] = f"{name_prefix}{name}-{i}"
-            self.actors.append(remote_cls.options(**opts).remote(*args, **kwargs))
-        self.name = name
+    def _spawn(self, i: int) -> Any:
+        args, kwargs = self.args_for(i)
+        opts: dict[str, Any] = {}
+        if self.backend.name == "ray":
+            opts = {"num_cpus": self.resources.get("num_cpus", 1.0), "num_gpus": self.resources.get("num_gpus", 0)}
+            if self.pg is not None:
+                from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+                opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=i)
+            if self.runtime_env:
+                opts["runtime_env"] = self.runtime_env
+            if self.name_prefix is not None:  # readable in the dashboard: "<run>/rollout-0", then "-0.1"
+                gen = f".{self.restarts[i]}" if self.restarts[i] else ""
+                opts["name"] = f"{self.name_prefix}{self.name}-{i}{gen}"
+        return self.backend.spawn(self.cls, args, kwargs, opts)
 
     def __len__(self) -> int:
         return len(self.actors)
 
-    def node_ids(self) -> list[str]:
-        """The node each actor was placed on (its placement-group bundle's node), in actor order."""
+    def call(self, method: str, *args: Any, **kwargs: Any) -> list:
+        """The same call on every actor; one reference each."""
+        return [self.backend.call(a, method, *args, **kwargs) for a in self.actors]
+
+    def call_each(self, method: str, per_actor: Sequence[tuple]) -> list:
+        """Actor i gets the positional arguments `per_actor[i]`; one reference each (fewer tuples than
+        actors leave the last actors out)."""
+        return [self.backend.call(a, method, *args) for a, args in zip(self.actors, per_actor)]
+
+    def get(self, refs: Any, timeout: float | None = None) -> Any:
+        return self.backend.get(refs, timeout=timeout)
+
+    def replace(self, i: int) -> None:
+        """Kill actor i and start a new one with the same arguments, in the same bundle."""
+        self.backend.kill(self.actors[i])
+        self.restarts[i] += 1
+        self.actors[i] = self._spawn(i)
+        log.warning("%s-%d replaced (restart %d)", self.name, i, self.restarts[i])
+
+    def node_ids(self) -> list[str | None]:
+        """The node each actor was placed on (its bundle's node), in actor order; None in-process."""
+        if self.pg is None:
+            if self.backend.name == "ray":
+                return self.get(self.call("node_id"))
+            return [None] * len(self.actors)
         from ray.util.placement_group import placement_group_table
 
         where = placement_group_table(self.pg)["bundles_to_node_id"]
         return [where[i] for i in range(len(self.actors))]
 
-    def async_call(self, method: str, *args: Any, **kwargs: Any) -> list:
-        """The same call on every actor; one ObjectRef each."""
-        return [getattr(a, method).remote(*args, **kwargs) for a in self.actors]
-
-    def async_call_each(self, method: str, per_actor_args: list[tuple]) -> list:
-        """actor i gets per_actor_args[i]."""
-        return [getattr(a, method).remote(*args) for a, args in zip(self.actors, per_actor_args)]
-
     def shutdown(self) -> None:
-        import ray
-        from ray.util.placement_group import remove_placement_group
-
         for a in self.actors:
+            self.backend.kill(a)
+        self.actors = []
+        if self.pg is not None:
+            from ray.util.placement_group import remove_placement_group
+
             try:
-                ray.kill(a)
+                remove_placement_group(self.pg)
             except Exception:  # noqa: BLE001 - already gone
                 pass
-        try:
-            remove_placement_group(self.pg)
-        except Exception:  # noqa: BLE001
-            pass
+
+
+def _placement_group(name: str, count: int, resources: dict[str, float], strategy: str, timeout_s: float):
+    """A ready placement group of `count` bundles, or a RuntimeError naming what the cluster has free."""
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+
+    bundle = {"CPU": resources.get("num_cpus", 1.0)}
+    if resources.get("num_gpus"):
+        bundle["GPU"] = resources["num_gpus"]
+    pg = placement_group([dict(bundle) for _ in range(count)], strategy=strategy, name=f"{name}-pg")
+    ready, _ = ray.wait([pg.ready()], timeout=timeout_s)
+    if not ready:
+        remove_placement_group(pg)
+        raise RuntimeError(
+            f"could not place {count} x {bundle} for {name} ({strategy}) within {timeout_s:.0f}s: "
+            f"the cluster has {ray.available_resources()}; lower {name} resources or add nodes"
+        )
+    return pg

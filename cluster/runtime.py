@@ -1,6 +1,6 @@
 """Connecting to Ray and the environment every role needs, set by the project, not the user's shell.
 
-Environment variables of the shell that runs `ray job submit` do not reach the job (PLATFORM.md), so
+Environment variables of the shell that runs `ray job submit` do not reach the job (docs/platform.md#ray-jobs-and-environment), so
 everything a role needs is passed in `runtime_env` here.
 """
 

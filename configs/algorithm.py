@@ -2,7 +2,7 @@
 
 Validated before any actor starts. Every field has bounds and a one-line docstring, which pydantic turns
 into the field's description (``use_attribute_docstrings``), so errors and generated docs name them.
-Defaults are the seeds' (SPEC §4). In YAML these live under ``algorithm:``, e.g.::
+Defaults are the field report's (docs/algorithm.md). In YAML these live under ``algorithm:``, e.g.::
 
     algorithm:
       ngrpo: {mode: dynamic, on_above: 0.3, off_below: 0.2}
@@ -16,14 +16,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from configs.base import Section
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, validate_assignment=True)
-
-
-class AdvantageConfig(_Strict):
+class AdvantageConfig(Section):
     """Group-relative advantage: ``A_i = (r_i - mean) / (std + eps)`` within each prompt's group."""
 
     std: Literal["population", "unbiased", "none"] = "population"
@@ -32,7 +30,7 @@ class AdvantageConfig(_Strict):
     """Added to the std before dividing."""
 
 
-class NGRPOConfig(_Strict):
+class NGRPOConfig(Section):
     """NGRPO: virtual max-reward samples join each group's mean and std; off / on / dynamic."""
 
     mode: Literal["off", "on", "dynamic"] = "dynamic"
@@ -57,8 +55,8 @@ class NGRPOConfig(_Strict):
         return self
 
 
-class LossConfig(_Strict):
-    """The clipped token-level policy loss (GRPO-TCR, seed 004) and DART token weights (seed 000)."""
+class LossConfig(Section):
+    """The clipped token-level policy loss (GRPO-TCR) and DART token weights (docs/algorithm.md#the-loss)."""
 
     eps_low: float = Field(default=0.2, ge=0.0, lt=1.0)
     """Lower clip: the ratio is clipped below at 1 - eps_low."""
@@ -80,13 +78,13 @@ class LossConfig(_Strict):
     """DART: weight of all other completion tokens (keys, punctuation, plan)."""
 
 
-class OverlongConfig(_Strict):
-    """Overlong reward shaping (seed 004 §3.1): 0, then linear to -1 over the last `buffer` tokens."""
+class OverlongConfig(Section):
+    """Overlong reward shaping (docs/algorithm.md#overlong-shaping): 0, then linear to -1 over the last `buffer` tokens."""
 
     enabled: bool = True
     """Add the length penalty to every completion's reward."""
     buffer: int = Field(default=50, ge=0, le=1_000_000)
-    """Width of the linear ramp in tokens, ending at max_len (50 of the seeds' 350)."""
+    """Width of the linear ramp in tokens, ending at max_len (50 of the field report's 350)."""
     max_len: int | None = Field(default=None, ge=1)
     """Length at which the penalty reaches -1; None: the rollout's max completion tokens."""
 
@@ -97,8 +95,8 @@ class OverlongConfig(_Strict):
         return self
 
 
-class DifficultyConfig(_Strict):
-    """Difficulty filter (seed 004 §2.3): drop all-right / all-wrong prompts, keep a difficulty mix."""
+class DifficultyConfig(Section):
+    """Difficulty filter (docs/algorithm.md#difficulty-filtering): drop all-right / all-wrong prompts, keep a difficulty mix."""
 
     enabled: bool = False
     """Filter the prompt pool by the current policy's pass rates."""
@@ -120,8 +118,8 @@ class DifficultyConfig(_Strict):
         return self
 
 
-class AlgorithmConfig(_Strict):
-    """Everything that defines the RL objective (SPEC §4)."""
+class AlgorithmConfig(Section):
+    """Everything that defines the RL objective (docs/algorithm.md)."""
 
     advantage: AdvantageConfig = Field(default_factory=AdvantageConfig)
     """Group advantage normalisation."""

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from configs.base import Section
 
 
-class ClusterConfig(BaseModel):
+class ClusterConfig(Section):
     """Ray connection and local defaults."""
 
-    model_config = ConfigDict(extra="forbid")
     address: str | None = None
     """Ray address; None uses RAY_ADDRESS or, when unset, starts a local Ray."""
     local_num_cpus: int = Field(2, ge=1)

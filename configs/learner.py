@@ -4,21 +4,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from configs.base import Section
 
 
-class LearnerConfig(BaseModel):
+class LearnerConfig(Section):
     """Learner ranks forming one torch.distributed group (gloo on CPU, NCCL on GPU)."""
 
-    model_config = ConfigDict(extra="forbid")
     world_size: int = Field(1, ge=1, le=1024)
     """Learner ranks (Ray actors)."""
     zero_stage: Literal[0, 1, 2, 3] = 2
     """DeepSpeed ZeRO stage."""
     lr: float = Field(5e-6, gt=0, le=1.0)
-    """AdamW learning rate (seed: 5e-6 for the 7B)."""
+    """AdamW learning rate (the field report's 7B run: 5e-6)."""
     lr_schedule: Literal["constant", "linear", "cosine"] = "constant"
-    """lr over the run's optimizer steps (`learner.schedule.lr_factor`): constant, or a linear/cosine
+    """lr over the run's optimizer steps (`algo.schedule.lr_factor`): constant, or a linear/cosine
     decay towards `lr_final_ratio` × lr."""
     lr_warmup_steps: int = Field(0, ge=0)
     """Optimizer steps of linear lr warm-up before the schedule."""

@@ -124,13 +124,15 @@ def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
     return sorted(model.model_fields)
 
 
-def _explain(err: ValidationError, origin: str) -> str:
+def explain(err: ValidationError, origin: str, prefix: str = "", model: type[BaseModel] | None = None) -> str:
+    """One line per error of `err`, each naming its key (under `prefix`) and what is allowed."""
+    model = model or Config
     lines = [f"invalid config ({origin}):"]
     for e in err.errors():
         loc = tuple(e["loc"])
-        key = ".".join(str(x) for x in loc) or "(root)"
+        key = ".".join(str(x) for x in (prefix.split(".") if prefix else []) + list(loc)) or "(root)"
         if e["type"] == "extra_forbidden":
-            allowed = ", ".join(_allowed_keys(Config, loc))
+            allowed = ", ".join(_allowed_keys(model, loc))
             lines.append(f"  {key}: unknown key (allowed here: {allowed})")
         else:
             msg = e["msg"]
@@ -165,4 +167,4 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     try:
         return Config.model_validate(data)
     except ValidationError as e:
-        raise ConfigError(_explain(e, origin)) from None
+        raise ConfigError(explain(e, origin)) from None

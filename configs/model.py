@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from configs.base import Section
 
 
-class TinyModelConfig(BaseModel):
-    """Shape of the offline random-weight Qwen2 built on first use (PLATFORM.md: head_dim >= 32)."""
+class TinyModelConfig(Section):
+    """Shape of the offline random-weight Qwen2 built on first use (docs/platform.md#vllm-on-the-cpu: head_dim >= 32)."""
 
-    model_config = ConfigDict(extra="forbid")
     hidden_size: int = Field(128, ge=32, le=1024)
     """Model width; hidden_size / num_heads must be a head size vLLM supports (32, 64, …)."""
     num_layers: int = Field(4, ge=1, le=12)
@@ -29,24 +30,22 @@ class TinyModelConfig(BaseModel):
     """Seed of the random initial weights (the build is deterministic)."""
 
 
-class LoraConfig(BaseModel):
+class LoraConfig(Section):
     """The PEFT LoRA adapter the learner trains and the rollout workers serve."""
 
-    model_config = ConfigDict(extra="forbid")
     r: int = Field(16, ge=1, le=256)
-    """LoRA rank (seed: 16)."""
+    """LoRA rank (the field report's 7B run: 16)."""
     alpha: int = Field(32, ge=1)
-    """LoRA alpha (seed: 32); the update is scaled by alpha / r."""
+    """LoRA alpha (the field report's 7B run: 32); the update is scaled by alpha / r."""
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     """Dropout on the LoRA input; 0 keeps old/new logprobs comparable."""
     target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     """Linear layers that get an adapter."""
 
 
-class ModelConfig(BaseModel):
+class ModelConfig(Section):
     """The base model: `tiny` (built offline) or a local path / hub id of a Qwen2-family model."""
 
-    model_config = ConfigDict(extra="forbid")
     name: str = "tiny"
     """`tiny` builds the offline test model; anything else is passed to from_pretrained / vLLM."""
     tokenizer: str | None = None

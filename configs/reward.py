@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from configs.base import Section
 
 
-class RewardFn(BaseModel):
+class RewardFn(Section):
     """One reward function: a registry name (`rule`, `gt`) or `package.module:function`."""
 
-    model_config = ConfigDict(extra="forbid")
     name: str
     """Registry name or import path."""
     weight: float = 1.0
     """Weight in the weighted sum."""
 
 
-class RewardConfig(BaseModel):
+class RewardConfig(Section):
     """The RewardPool."""
 
-    model_config = ConfigDict(extra="forbid")
     functions: list[RewardFn] = [RewardFn(name="gt")]
     """Reward functions; the total is their weighted sum (capped to [0, 1] by each function)."""
     num_actors: int = Field(2, ge=1, le=256)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from configs.base import Section
 
 
-class RolloutConfig(BaseModel):
+class RolloutConfig(Section):
     """vLLM rollout workers (one engine each)."""
 
-    model_config = ConfigDict(extra="forbid")
     num_workers: int = Field(1, ge=1, le=1024)
     """RolloutWorker actors; prompts are split evenly between them."""
     tensor_parallel_size: int = Field(1, ge=1, le=64)
@@ -27,7 +28,7 @@ class RolloutConfig(BaseModel):
     n: int = Field(8, ge=2, le=64)
     """Completions per prompt (the GRPO group size; seed: 8)."""
     temperature: float = Field(0.9, gt=0.0, le=3.0)
-    """Sampling temperature (seed: 0.9)."""
+    """Sampling temperature (the field report's 7B run: 0.9)."""
     top_p: float = Field(1.0, gt=0.0, le=1.0)
     """Nucleus sampling."""
     min_p: float = Field(0.0, ge=0.0, lt=1.0)
@@ -35,7 +36,7 @@ class RolloutConfig(BaseModel):
     breaks JSON at high temperature while keeping real alternatives (e.g. a rarely chosen tool). The
     learner still scores samples under the full distribution, as vLLM's returned logprobs are."""
     max_tokens: int = Field(350, ge=8, le=8192)
-    """Longest completion (seed: 350)."""
+    """Longest completion (the field report's 7B run: 350)."""
     max_model_len: int = Field(1024, ge=64)
     """Prompt + completion limit of the engine."""
     serve_mode: Literal["adapter", "merged"] = "merged"

@@ -2,30 +2,38 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
 from configs.algorithm import AlgorithmConfig
+from configs.base import Section
 from configs.cluster import ClusterConfig
-from configs.data import DataConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
 from configs.reward import RewardConfig
 from configs.rollout import RolloutConfig
+from configs.task import TaskConfig
 from configs.train import TrainConfig
 
 
-class Config(BaseModel):
+class Config(Section):
     """Everything a run needs; validated as a whole before any actor starts."""
 
-    model_config = ConfigDict(extra="forbid")
     model: ModelConfig = ModelConfig()
-    data: DataConfig = DataConfig()
+    """The policy model and its LoRA adapter."""
+    task: TaskConfig = TaskConfig()
+    """The task and its data."""
     rollout: RolloutConfig = RolloutConfig()
+    """The vLLM rollout workers."""
     reward: RewardConfig = RewardConfig()
+    """The reward functions and the reward pool."""
     learner: LearnerConfig = LearnerConfig()
+    """The DeepSpeed learner ranks."""
     algorithm: AlgorithmConfig = AlgorithmConfig()
+    """The RL objective."""
     train: TrainConfig = TrainConfig()
+    """The step loop, warm-up, eval and outputs."""
     cluster: ClusterConfig = ClusterConfig()
+    """How the job meets Ray."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> "Config":
@@ -34,7 +42,7 @@ class Config(BaseModel):
                 f"rollout.max_tokens ({self.rollout.max_tokens}) must be below rollout.max_model_len "
                 f"({self.rollout.max_model_len}) to leave room for the prompt"
             )
-        if self.model.lora.r > 0 and self.model.name == "tiny":
+        if self.model.name == "tiny":
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
             if head not in (32, 64, 80, 96, 112, 128, 160, 192, 224, 256):
                 raise ValueError(

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from configs.base import Section
 
 
-class WarmupConfig(BaseModel):
-    """Optional SFT warm-up so a random tiny model learns the JSON format (the 7B skips it)."""
+class WarmupConfig(Section):
+    """Optional SFT warm-up on the task's warm-up rows, so that a random tiny model learns the output
+    format before RL (the 7B preset skips it)."""
 
-    model_config = ConfigDict(extra="forbid")
     enabled: bool = False
     """Run the warm-up before RL."""
     steps: int = Field(100, ge=0)
@@ -19,18 +21,14 @@ class WarmupConfig(BaseModel):
     """Learning rate (full fine-tune of the base weights)."""
     batch_size: int = Field(32, ge=1)
     """Rows per step."""
-    seed_label_bug: bool = True
-    """Train on the seed's wrong combo labels (combo → check_balance) so RL has something to repair."""
-    compact_labels: bool = False
-    """Terse thought/plan in the SFT targets (same actions): what a ~1 M-parameter model can learn fast."""
     balanced: bool = False
-    """Draw warm-up rows category-balanced instead of in shuffled epochs."""
+    """Draw warm-up rows balanced over the task's groups (`category`) instead of in shuffled epochs.
+    What the targets are (e.g. a deliberate label error) is the task's choice: `task.options`."""
 
 
-class TrainConfig(BaseModel):
+class TrainConfig(Section):
     """The Coordinator's loop."""
 
-    model_config = ConfigDict(extra="forbid")
     steps: int = Field(100, ge=0)
     """RL steps (each: generate → score → learn → push)."""
     prompts_per_step: int = Field(16, ge=1)
@@ -42,10 +40,10 @@ class TrainConfig(BaseModel):
     uniformly, then a row of it (every category gets equal RL attention whatever its share);
     `adaptive`: categories drawn with weight `adaptive_floor + (1 - recent tool accuracy)`, so the
     ones the policy still gets wrong get more prompts."""
-    adaptive_by: Literal["category", "kind"] = "category"
-    """Adaptive sampling: the row column whose values are weighed. `kind` (the row's template, e.g.
-    `combo_withdraw_funds` vs `combo_transfer_funds`) finds the hard part of a category that is
-    mostly solved."""
+    adaptive_by: str = Field("category", pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """Adaptive sampling: the row column whose values are weighed (every training row must have it).
+    The fund assistant's `kind` (the row's template, e.g. `combo_withdraw_funds` vs
+    `combo_transfer_funds`) finds the hard part of a category that is mostly solved."""
     adaptive_floor: float = Field(0.1, ge=0.0, le=10.0)
     """Adaptive sampling: weight every category keeps however well it is solved."""
     adaptive_ema: float = Field(0.3, gt=0.0, le=1.0)

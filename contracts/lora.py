@@ -1,4 +1,4 @@
-"""LoRA weights in transit: fingerprint, merge into base weights, save in PEFT format.
+"""LoRA weights in transit: fingerprint, merge into base weights, save and load in PEFT format.
 
 Owns the mapping between PEFT's state-dict keys and the base model's parameter names. Used by the
 learner (export) and by rollout workers (serve), so both sides compute the same fingerprint.
@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 import torch
+
+from contracts.types import LoraUpdate
 
 _PEFT_PREFIX = "base_model.model."
 
@@ -88,3 +90,14 @@ def save_peft_adapter(
     }
     (out_dir / "adapter_config.json").write_text(json.dumps(config, indent=2))
     return out_dir
+
+
+def load_peft_adapter(adapter_dir: str | Path, version: int = 1) -> LoraUpdate:
+    """A PEFT adapter folder (adapter_config.json + adapter_model.safetensors) as a `LoraUpdate` that
+    a RolloutWorker can serve; the merge scale is the folder's lora_alpha / r."""
+    from safetensors.torch import load_file
+
+    d = Path(adapter_dir)
+    conf = json.loads((d / "adapter_config.json").read_text())
+    weights = load_file(str(d / "adapter_model.safetensors"))
+    return LoraUpdate(version, weights, fingerprint(weights), conf["lora_alpha"] / conf["r"])

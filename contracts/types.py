@@ -1,9 +1,9 @@
 """The data contracts between roles: one dataclass per boundary.
 
-Coordinator → RolloutWorker: rendered prompts and sampling settings.
-RolloutWorker → Coordinator: `Rollout` (token ids, logprobs, finish reasons, policy version).
+Coordinator → RolloutWorker: rendered prompts and sampling settings; back: a `Rollout`.
 Coordinator → RewardPool: `ScoreRequest`; back: `ScoreResult`.
-Coordinator → Learner: `TrainBatch`; back: `LearnResult` and an exported `LoraUpdate`.
+Coordinator → Learner: `TrainBatch`; back: a metrics dict, and on request an exported `LoraUpdate`.
+Learner → RolloutWorker (by object reference, through the coordinator): `LoraUpdate`; back: `Served`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ class Completion:
     text: str
     finish_reason: str  # "stop" | "length" | …
     policy_version: int  # the adapter version that produced it
+    # (T,) character span of each token in `text`, when the caller asked for them (DART weights)
+    offsets: list[tuple[int, int]] | None = None
 
 
 @dataclass
@@ -32,7 +34,6 @@ class Rollout:
     policy_version: int
     worker_index: int
     fingerprint: str  # of the weights served while generating
-    seconds: float
 
 
 @dataclass
@@ -61,7 +62,6 @@ class TrainBatch:
     rollout_logprobs: list[list[float]]  # (B, T_i) vLLM's logprobs, for the learner/rollout gap metric
     advantages: list[float]  # (B,)
     token_weights: list[list[float]] | None = None  # (B, T_i) DART weights
-    policy_version: int = 0
 
 
 @dataclass
@@ -72,3 +72,13 @@ class LoraUpdate:
     weights: dict[str, Any]  # PEFT state-dict key → CPU float32 tensor
     fingerprint: str
     scale: float  # lora_alpha / r, needed to merge
+
+
+@dataclass
+class Served:
+    """A rollout worker's receipt for a `LoraUpdate`: what it serves from now on."""
+
+    worker_index: int
+    version: int
+    fingerprint: str  # of the weights it received, equal to the learner's or the push raised
+    nbytes: int  # size of the LoRA weights it received

@@ -1,5 +1,5 @@
-"""The learner: advantages, losses, the NGRPO switch, difficulty filtering and token weights.
+"""The learner role: a DeepSpeed ZeRO engine over a PEFT LoRA model (`learner.learner`), the sequence
+packing and logprob helpers it shares with the SFT warm-up (`learner.sequences`), and the warm-up.
 
-Deliberately empty of imports: the pure algorithm modules (`learner.advantages`, `learner.losses`, ...)
-must import without pulling in DeepSpeed, PEFT or Ray, so import the submodule you need.
+Deliberately empty of imports: import the submodule you need.
 """

@@ -6,7 +6,8 @@ already computed advantages), each rank takes its shard, recomputes old logprobs
 model with the adapter disabled — no second copy of the weights. Same code on CPU (gloo) and GPU (NCCL).
 
 >>> rank = Learner(model_dir, tok_dir, model_cfg, learner_cfg, algo_cfg)  # doctest: +SKIP
->>> rank.setup("127.0.0.1", free_port()); rank.train_step(batch); rank.export_lora(1)
+>>> rank.setup("127.0.0.1", free_port()); rank.train_step(batch); rank.export_lora().version
+1
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import Any
 
 import torch
 
-from actors.types import LoraUpdate, TrainBatch
+from contracts.types import LoraUpdate, TrainBatch
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
-from learner import lora as lora_io
-from learner.losses import policy_loss
-from learner.schedule import lr_factor
+from contracts import lora as lora_io
+from algo.losses import policy_loss
+from algo.schedule import lr_factor
 from learner.sequences import completion_logits, entropy, pack, token_logprobs
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ class Learner:
         from peft import get_peft_model
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        # Without these DeepSpeed falls back to MPI discovery (PLATFORM.md).
+        # Without these DeepSpeed falls back to MPI discovery (docs/platform.md#deepspeed-on-the-cpu).
         os.environ.update(
             MASTER_ADDR=master_addr,
             MASTER_PORT=str(master_port),

@@ -1,6 +1,7 @@
-"""SFT warm-up: a short full fine-tune that teaches a random tiny model the ReAct JSON format.
+"""SFT warm-up: a short full fine-tune that teaches a random tiny model the task's output format.
 
-Owns nothing but this one stage. The 7B preset skips it. It runs before any LoRA exists, on the base
+Owns nothing but this one stage; the task chooses the targets (`Task.warmup_rows`) and the caller
+renders the prompts, so this module knows no task. The 7B preset skips it. It runs before any LoRA exists, on the base
 weights, and writes a new base model directory that the learner and the rollout workers then start from.
 Loss is cross-entropy on the completion tokens only (the prompt is context, not a target).
 """
@@ -20,14 +21,12 @@ from learner.sequences import completion_logits, pack, token_logprobs
 log = logging.getLogger(__name__)
 
 
-def encode_examples(tokenizer, rows: list[dict], system: str) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, target ids) per row; the target is the label JSON followed by end-of-turn."""
-    from tasks.fund_assistant.prompting import render_prompt
-
+def encode_examples(tokenizer, examples: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, target ids) per (rendered prompt, target text); the target ends with end-of-turn."""
     out = []
-    for r in rows:
-        p = tokenizer(render_prompt(tokenizer, r["prompt"], system), add_special_tokens=False)["input_ids"]
-        c = tokenizer(r["solution"], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    for prompt, target in examples:
+        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        c = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
         out.append((p, c))
     return out
 
@@ -40,11 +39,12 @@ def epoch_sampler(n: int, rng: random.Random) -> Iterator[int]:
         yield from order
 
 
-def category_sampler(rows: list[dict], rng: random.Random) -> Iterator[int]:
-    """Endless draws where each category is equally likely, then a row of it (shuffled epochs within)."""
+def category_sampler(groups: list[str], rng: random.Random) -> Iterator[int]:
+    """Endless draws where each group value (category) is equally likely, then an example of it
+    (shuffled epochs within)."""
     by_cat: dict[str, list[int]] = {}
-    for i, r in enumerate(rows):
-        by_cat.setdefault(r["category"], []).append(i)
+    for i, g in enumerate(groups):
+        by_cat.setdefault(g, []).append(i)
     streams = {c: _epochs(idx, rng) for c, idx in sorted(by_cat.items())}
     cats = list(streams)
     while True:
@@ -64,17 +64,17 @@ def _epochs(items: list[int], rng: random.Random) -> Iterator[int]:
 def sft_warmup(
     base_model_dir: str,
     tokenizer_dir: str,
-    rows: list[dict],
+    examples: list[tuple[str, str]],
     out_dir: str,
     *,
     steps: int,
     lr: float,
     batch_size: int,
-    system: str,
     seed: int = 0,
-    balanced: bool = False,
+    groups: list[str] | None = None,
 ) -> dict:
-    """Fine-tune all weights for `steps` AdamW steps on `rows`; save to `out_dir`. Returns stats."""
+    """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`; save to
+    `out_dir`. With `groups` (one value per example), draws are balanced over the values. Returns stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.perf_counter()
@@ -83,9 +83,9 @@ def sft_warmup(
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     model = AutoModelForCausalLM.from_pretrained(base_model_dir, dtype=torch.float32)
     model.train()
-    data = encode_examples(tok, rows, system)
+    data = encode_examples(tok, examples)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    draw = category_sampler(rows, rng) if balanced else epoch_sampler(len(rows), rng)
+    draw = category_sampler(groups, rng) if groups is not None else epoch_sampler(len(examples), rng)
     losses = []
     for step in range(steps):
         idx = [next(draw) for _ in range(batch_size)]
@@ -106,5 +106,5 @@ def sft_warmup(
         "warmup_loss_first": losses[0] if losses else None,
         "warmup_loss_last": losses[-1] if losses else None,
         "warmup_seconds": time.perf_counter() - t0,
-        "warmup_rows": len(rows),
+        "warmup_rows": len(examples),
     }

@@ -1,9 +1,10 @@
 """A deterministic, offline tiny Qwen2 and a byte-level BPE tokenizer trained on the task's own text.
 
-Owns: building, caching and locating the tiny model. Knows nothing about training.
-The tokenizer lives in its own folder with no config.json: with transformers 5 a folder whose
-config.json says `model_type: qwen2` silently yields Qwen2Tokenizer (different digit splitting) —
-PLATFORM.md, "Tokenizer trap". Callers pass `tokenizer=<dir>` to vLLM and AutoTokenizer.
+Owns: building, caching and locating the tiny model. Knows nothing about training or about any task:
+the caller passes the task's text (`Task.corpus`) and the strings that must be single tokens
+(`Task.vocabulary`). The tokenizer lives in its own folder with no config.json: with transformers 5 a
+folder whose config.json says `model_type: qwen2` silently yields Qwen2Tokenizer (different digit
+splitting; docs/platform.md#tokenizer-trap). Callers pass `tokenizer=<dir>` to vLLM and AutoTokenizer.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from configs.model import TinyModelConfig
+from configs.model import ModelConfig, TinyModelConfig
 
 log = logging.getLogger(__name__)
 
@@ -41,34 +42,18 @@ def cache_root() -> Path:
     return Path(os.environ.get("NGRPO_CACHE", Path.home() / ".cache" / "ngrpo-ray")).resolve()
 
 
-def _build_key(cfg: TinyModelConfig, corpus: list[str]) -> str:
+def _build_key(cfg: TinyModelConfig, corpus: list[str], vocabulary: list[str]) -> str:
     """Changes whenever the shape, the builder or the task's text changes (the tokenizer depends on it)."""
-    h = hashlib.sha256(json.dumps({"v": BUILDER_VERSION, "cfg": cfg.model_dump()}, sort_keys=True).encode())
+    h = hashlib.sha256(json.dumps({"v": BUILDER_VERSION, "cfg": cfg.model_dump(), "vocab": vocabulary},
+                                  sort_keys=True).encode())
     for text in corpus:
         h.update(text.encode())
     return h.hexdigest()[:12]
 
 
-def task_corpus(data_seed: int = 0) -> list[str]:
-    """Every string the fund-assistant task shows the model: prompts, labels, system prompts."""
-    from tasks.fund_assistant import apply_seed_label_bug, generate
-    from tasks.fund_assistant.prompting import SYSTEM_PROMPTS
-
-    train, held_out = generate(seed=data_seed)
-    rows = train + held_out + apply_seed_label_bug(train)
-    texts = []
-    for r in rows:
-        # Weighted as the model sees them: every prompt carries a system prompt and the chat roles,
-        # so BPE merges them into a few tokens instead of spelling them out character by character.
-        for system in SYSTEM_PROMPTS.values():
-            texts.append(f"system\n{system}")
-        texts.append(f"user\n{r['prompt']}")
-        texts.append(f"assistant\n{r['solution']}")
-    return texts
-
-
-def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path) -> None:
-    """Byte-level BPE over `texts`, saved as a fast tokenizer with a chat template."""
+def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path, vocabulary: Iterable[str] = ()) -> None:
+    """Byte-level BPE over `texts`, plus each string of `vocabulary` as one added token, saved as a fast
+    tokenizer with a chat template."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -82,11 +67,7 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path) -> Non
         show_progress=False,
     )
     tok.train_from_iterator(list(texts), trainer=trainer)
-    # Each tool name is one token: choosing a tool becomes one decision instead of a spelling
-    # exercise (the tiny model otherwise stitches pieces into names like check_market_history).
-    from tasks.fund_assistant.tools import TOOL_NAMES
-
-    tok.add_tokens([AddedToken(name, single_word=False, normalized=False) for name in TOOL_NAMES])
+    tok.add_tokens([AddedToken(word, single_word=False, normalized=False) for word in vocabulary])
     fast = PreTrainedTokenizerFast(
         tokenizer_object=tok,
         eos_token="<|im_end|>",
@@ -123,16 +104,18 @@ def build_model(cfg: TinyModelConfig, tokenizer_dir: Path, out_dir: Path) -> Non
     model.save_pretrained(out_dir)
 
 
-def ensure_tiny_model(cfg: TinyModelConfig | None = None, data_seed: int = 0) -> TinyModelPaths:
-    """Build the tiny model on first use (about a second); afterwards return the cached paths.
+def ensure_tiny_model(
+    cfg: TinyModelConfig, corpus: list[str], vocabulary: list[str] | None = None
+) -> TinyModelPaths:
+    """Build the tiny model for a task's text on first use (about a second); afterwards return the
+    cached paths (the cache key covers the shape, the corpus and the vocabulary).
 
-    >>> paths = ensure_tiny_model()
-    >>> (paths.model_dir / "config.json").exists()
-    True
+    >>> paths = ensure_tiny_model(TinyModelConfig(), ["user\\nhello", "assistant\\n{}"] * 50)
+    >>> (paths.model_dir / "config.json").exists(), (paths.tokenizer_dir / "config.json").exists()
+    (True, False)
     """
-    cfg = cfg or TinyModelConfig()
-    corpus = task_corpus(data_seed)
-    root = cache_root() / f"tiny-{_build_key(cfg, corpus)}"
+    vocabulary = list(vocabulary or [])
+    root = cache_root() / f"tiny-{_build_key(cfg, corpus, vocabulary)}"
     paths = TinyModelPaths(root / "model", root / "tokenizer")
     if (root / "DONE").exists():
         return paths
@@ -140,7 +123,7 @@ def ensure_tiny_model(cfg: TinyModelConfig | None = None, data_seed: int = 0) ->
     # Build in a temp dir and rename: concurrent builders (several actors) never see half a model.
     tmp = Path(tempfile.mkdtemp(prefix="tiny-build-", dir=root.parent))
     try:
-        train_tokenizer(corpus, cfg.vocab_size, tmp / "tokenizer")
+        train_tokenizer(corpus, cfg.vocab_size, tmp / "tokenizer", vocabulary)
         build_model(cfg, tmp / "tokenizer", tmp / "model")
         (tmp / "DONE").write_text("ok\n")
         try:
@@ -154,8 +137,9 @@ def ensure_tiny_model(cfg: TinyModelConfig | None = None, data_seed: int = 0) ->
     return paths
 
 
-def resolve_model(model_name: str, tokenizer: str | None, tiny: TinyModelConfig, data_seed: int) -> TinyModelPaths:
-    """Paths of the base model and its tokenizer, building the tiny one when asked for."""
-    if model_name == "tiny":
-        return ensure_tiny_model(tiny, data_seed)
-    return TinyModelPaths(Path(model_name), Path(tokenizer or model_name))
+def resolve_model(cfg: ModelConfig, corpus: Callable[[], list[str]], vocabulary: list[str]) -> TinyModelPaths:
+    """Paths of the base model and its tokenizer; for `tiny`, built from the task's text (`corpus` is
+    only called then)."""
+    if cfg.name == "tiny":
+        return ensure_tiny_model(cfg.tiny, corpus(), vocabulary)
+    return TinyModelPaths(Path(cfg.name), Path(cfg.tokenizer or cfg.name))

@@ -15,58 +15,70 @@ import json
 import sys
 from pathlib import Path
 
+from observe.ray_metrics import split_key
+from observe.schema import lookup
+
 DASHBOARD_FILE = Path(__file__).parent / "dashboards" / "ngrpo-grafana.json"
 RUN = 'run=~"$run"'
 
-# (title, unit, [(PromQL, legend)], stacked). One row of the run's story per panel.
+
+def gauge(key: str) -> str:
+    """The PromQL selector of a metrics-row key declared in observe/schema.py (a family's key too:
+    `tool_accuracy/{category}` → `ray_ngrpo_tool_accuracy_by_category{run=~"$run"}`)."""
+    lookup(key)  # a key the schema does not declare is an error here, not an empty panel
+    return f"ray_{split_key(key.replace('{', '').replace('}', ''))[0]}{{{RUN}}}"
+
+
+# (title, unit, [(PromQL, legend)], stacked). One row of the run's story per panel; gauges are named
+# by their schema key, counters and histograms (observe/ray_metrics.py) by PromQL.
 PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
     ("Reward", "none", [
-        (f"ray_ngrpo_reward_mean{{{RUN}}}", "{{run}} mean"),
-        (f"ray_ngrpo_reward_std{{{RUN}}}", "{{run}} std"),
+        (gauge("reward_mean"), "{{run}} mean"),
+        (gauge("reward_std"), "{{run}} std"),
     ], False),
     ("Zero-spread groups and NGRPO", "percentunit", [
-        (f"ray_ngrpo_frac_reward_zero_std{{{RUN}}}", "{{run}} frac_reward_zero_std"),
-        (f"ray_ngrpo_frac_zero_std_all_max{{{RUN}}}", "{{run}} all max"),
-        (f"ray_ngrpo_frac_zero_std_all_min{{{RUN}}}", "{{run}} all min"),
-        (f"ray_ngrpo_active{{{RUN}}}", "{{run}} NGRPO on"),
+        (gauge("frac_reward_zero_std"), "{{run}} frac_reward_zero_std"),
+        (gauge("frac_zero_std_all_max"), "{{run}} all max"),
+        (gauge("frac_zero_std_all_min"), "{{run}} all min"),
+        (gauge("ngrpo_active"), "{{run}} NGRPO on"),
     ], False),
     ("Tool accuracy", "percentunit", [
-        (f"ray_ngrpo_tool_accuracy{{{RUN}}}", "{{run}} all"),
+        (gauge("tool_accuracy"), "{{run}} all"),
     ], False),
     ("Tool accuracy per category", "percentunit", [
-        (f"ray_ngrpo_tool_accuracy_by_category{{{RUN}}}", "{{run}} {{category}}"),
+        (gauge("tool_accuracy/{category}"), "{{run}} {{category}}"),
     ], False),
     ("Reward per category", "none", [
-        (f"ray_ngrpo_reward_by_category{{{RUN}}}", "{{run}} {{category}}"),
+        (gauge("reward/{category}"), "{{run}} {{category}}"),
     ], False),
     ("Reward components", "none", [
-        (f"ray_ngrpo_reward_part_by_component{{{RUN}}}", "{{run}} {{component}}"),
+        (gauge("reward_part/{component}"), "{{run}} {{component}}"),
     ], False),
     ("Time per phase (last step)", "s", [
-        (f"ray_ngrpo_time_by_phase{{{RUN}}}", "{{run}} {{phase}}"),
+        (gauge("time/{phase}"), "{{run}} {{phase}}"),
     ], True),
     ("Phase time p90 (5 min)", "s", [
         (f"histogram_quantile(0.9, sum by (le, phase) (rate(ray_ngrpo_phase_seconds_bucket{{{RUN}}}[5m])))",
          "{{phase}}"),
     ], False),
     ("Learner", "none", [
-        (f"ray_ngrpo_grad_norm{{{RUN}}}", "{{run}} grad_norm"),
-        (f"ray_ngrpo_entropy{{{RUN}}}", "{{run}} entropy"),
-        (f"ray_ngrpo_approx_kl{{{RUN}}}", "{{run}} approx_kl"),
-        (f"ray_ngrpo_loss{{{RUN}}}", "{{run}} loss"),
+        (gauge("grad_norm"), "{{run}} grad_norm"),
+        (gauge("entropy"), "{{run}} entropy"),
+        (gauge("approx_kl"), "{{run}} approx_kl"),
+        (gauge("loss"), "{{run}} loss"),
     ], False),
     ("Clipped tokens", "percentunit", [
-        (f"ray_ngrpo_clip_frac_low{{{RUN}}}", "{{run}} low"),
-        (f"ray_ngrpo_clip_frac_high{{{RUN}}}", "{{run}} high"),
+        (gauge("clip_frac_low"), "{{run}} low"),
+        (gauge("clip_frac_high"), "{{run}} high"),
     ], False),
     ("Rollouts", "none", [
-        (f"ray_ngrpo_completion_length{{{RUN}}}", "{{run}} completion length"),
-        (f"ray_ngrpo_frac_truncated{{{RUN}}}", "{{run}} truncated"),
-        (f"ray_ngrpo_policy_version_lag_max{{{RUN}}}", "{{run}} version lag"),
+        (gauge("completion_length"), "{{run}} completion length"),
+        (gauge("frac_truncated"), "{{run}} truncated"),
+        (gauge("policy_version_lag_max"), "{{run}} version lag"),
     ], False),
     ("Policy version and weight push", "none", [
-        (f"ray_ngrpo_policy_version{{{RUN}}}", "{{run}} version"),
-        (f"ray_ngrpo_logprob_gap_mean{{{RUN}}}", "{{run}} learner-vLLM logprob gap"),
+        (gauge("policy_version"), "{{run}} version"),
+        (gauge("logprob_gap_mean"), "{{run}} learner-vLLM logprob gap"),
     ], False),
     ("Steps, reward failures, NGRPO switches (per minute)", "none", [
         (f"rate(ray_ngrpo_steps_total{{{RUN}}}[5m]) * 60", "{{run}} steps"),

@@ -2,7 +2,7 @@
 
 Owns the mapping from a metrics row (the same dict that goes to metrics.jsonl) to Ray gauges, counters
 and a histogram; it knows nothing about how the row was computed. Every series is tagged with the run
-name and the role that measured it. Names are Prometheus-safe: a row key ``a/b`` becomes the gauge
+name and the role that measured it (both from `observe.schema`). Names are Prometheus-safe: a row key ``a/b`` becomes the gauge
 ``ngrpo_a`` with the ``b`` part in a tag (``tool_accuracy/combo`` → ``ngrpo_tool_accuracy{category=
 "combo"}``), so a dashboard panel can show all categories with one query. Ray's Prometheus export adds
 its own ``ray_`` prefix: ``ray_ngrpo_frac_reward_zero_std``.
@@ -19,22 +19,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from observe.schema import lookup
 from observe.series import numeric
 
 
 PREFIX = "ngrpo_"
-# The tag that names the part after the slash in a row key; other prefixes get "component".
-SUBKEY_TAG = {"tool_accuracy": "category", "reward": "category", "eval_tool_accuracy": "category", "time": "phase"}
-# Which role measured a metric (the row merges them all); anything else is the coordinator's.
-ROLE_OF = {
-    **dict.fromkeys(("completion_length", "frac_truncated", "policy_version_lag_max", "push_bytes"), "rollout"),
-    **dict.fromkeys(("reward_mean", "reward_std", "reward", "reward_part", "reward_failures"), "reward"),
-    **dict.fromkeys(
-        ("loss", "grad_norm", "clip_frac_low", "clip_frac_high", "approx_kl", "kl", "ratio_mean", "entropy",
-         "logprob_gap_mean", "logprob_gap_max", "learned_sequences"),
-        "learner",
-    ),
-}
+# Eval tables are not step rows: their per-category accuracies are one family of their own.
+EVAL_FAMILY_TAG = {"eval_tool_accuracy": "category"}
 # Seconds per phase on CPU (a few) up to large GPU batches (minutes).
 PHASE_BOUNDARIES = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 600]
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
@@ -60,7 +51,7 @@ def split_key(key: str) -> tuple[str, dict[str, str]]:
     head, _, tail = key.partition("/")
     if not tail:
         return metric_name(key), {}
-    tag = SUBKEY_TAG.get(head, "component")
+    tag = EVAL_FAMILY_TAG.get(head) or lookup(key).tag
     return f"{metric_name(head)}_by_{tag}", {tag: tail}
 
 
@@ -101,7 +92,7 @@ class RayMetrics:
     def _set(self, key: str, value: float, role: str | None = None, **tags: str) -> None:
         name, extra = split_key(key)
         extra.update(tags)
-        base = {"run": self.run, "role": role or ROLE_OF.get(key.split("/", 1)[0], "coordinator")}
+        base = {"run": self.run, "role": role or lookup(key).role}
         self._gauge(name, tuple(extra)).set(value, tags={**base, **extra})
 
     def record(self, row: dict[str, Any]) -> None:

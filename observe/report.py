@@ -15,6 +15,7 @@ from typing import Any
 
 from observe import plots
 from observe.runs import Run, load_run
+from observe.schema import lookup
 from observe.series import active_spans, keys_with_prefix, numeric, series, summary
 
 # (file stem, plot function, caption); a plot with nothing to draw is left out.
@@ -70,11 +71,11 @@ def config_lines(cfg: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
 
 
 def metrics_lines(rows: list[dict[str, Any]]) -> list[str]:
-    out = [f"| metric | first | mean | mean of last {SUMMARY_LAST} | final |", "|---|---|---|---|---|"]
+    out = [f"| metric | first | mean | mean of last {SUMMARY_LAST} | final | meaning |", "|---|---|---|---|---|---|"]
     for key in SUMMARY_KEYS:
         if (s := summary(rows, key, SUMMARY_LAST)) is not None:
             cells = " | ".join(_fmt(s[c]) for c in ("first", "mean", "last_mean", "final"))
-            out.append(f"| {key} | {cells} |")
+            out.append(f"| {key} | {cells} | {lookup(key).help} |")
     times = {k: sum(series(rows, k)[1]) for k in keys_with_prefix(rows, "time/")}
     total = sum(times.values())
     if total > 0:

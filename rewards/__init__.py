@@ -1,57 +1,14 @@
-"""Reward functions (TRL signature `fn(prompts, completions, **columns) -> list[float]`).
+"""Generic reward machinery (TRL signature `fn(prompts, completions, **columns) -> list[float]`).
 
-- parsing: tolerant ReAct JSON parsing of completions.
-- fund: the fund assistant's rule reward and ground-truth MultistepGTReward (SPEC §3).
 - registry: name / import-path lookup, @register_reward, weighted combine.
+- text: the text of a completion in TRL's shapes (string, message, list of messages).
 - examples: user rewards to copy.
+
+A task's own rewards live with the task (the fund assistant's: `tasks/fund_assistant/rewards.py`,
+registered here as the built-in names `rule` and `gt`).
 """
 
-from .fund import (
-    GT_COMPONENTS,
-    RULE_COMPONENTS,
-    MultistepGTReward,
-    extract_request,
-    gt_reward,
-    has_logic_keyword,
-    has_market_keyword,
-    rule_reward,
-    rule_reward_breakdown,
-)
-from .parsing import (
-    completion_text,
-    get_action,
-    get_params,
-    get_plan,
-    get_thought,
-    get_tool,
-    has_plan,
-    has_thought,
-    parse_react,
-)
 from .registry import RewardNotFoundError, combine, get_reward, known_rewards, register_reward
+from .text import completion_text
 
-__all__ = [
-    "GT_COMPONENTS",
-    "RULE_COMPONENTS",
-    "MultistepGTReward",
-    "RewardNotFoundError",
-    "combine",
-    "completion_text",
-    "extract_request",
-    "get_action",
-    "get_params",
-    "get_plan",
-    "get_reward",
-    "get_thought",
-    "get_tool",
-    "gt_reward",
-    "has_logic_keyword",
-    "has_market_keyword",
-    "has_plan",
-    "has_thought",
-    "known_rewards",
-    "parse_react",
-    "register_reward",
-    "rule_reward",
-    "rule_reward_breakdown",
-]
+__all__ = ["RewardNotFoundError", "combine", "completion_text", "get_reward", "known_rewards", "register_reward"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .parsing import completion_text
+from rewards.text import completion_text
 
 DEFAULT_KEYWORDS: tuple[str, ...] = ("because", "therefore", "因为", "所以")
 

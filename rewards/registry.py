@@ -1,7 +1,8 @@
 """Name → reward function lookup, and weighted combinations of rewards.
 
 This module owns how a config names a reward: a built-in name ("rule", "gt", "multistep_gt"), a name
-registered with @register_reward, or an import path "package.module:attr". A class found this way is
+registered with @register_reward, or an import path "package.module:attr". Built-in names are import
+paths resolved on first use, so this generic module imports no task. A class found this way is
 instantiated with no arguments. Every reward uses the TRL signature
 `fn(prompts, completions, **columns) -> list[float]` and is called with keywords, as TRL does.
 """
@@ -13,8 +14,6 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from .fund import gt_reward, rule_reward
-
 RewardFn = Callable[..., list]
 T = TypeVar("T")
 
@@ -23,16 +22,18 @@ class RewardNotFoundError(ValueError):
     """A reward name or import path that does not resolve to a callable reward."""
 
 
-_REGISTRY: dict[str, Any] = {
-    "rule": rule_reward,
-    "gt": gt_reward,
-    "multistep_gt": gt_reward,
+# The fund assistant's rewards (docs/fund_assistant.md#rule-reward, #ground-truth-reward), by import path.
+BUILTINS: dict[str, str] = {
+    "rule": "tasks.fund_assistant.rewards:rule_reward",
+    "gt": "tasks.fund_assistant.rewards:gt_reward",
+    "multistep_gt": "tasks.fund_assistant.rewards:gt_reward",
 }
+_REGISTRY: dict[str, Any] = {}
 
 
 def known_rewards() -> list[str]:
-    """Registered reward names, sorted."""
-    return sorted(_REGISTRY)
+    """Built-in and registered reward names, sorted."""
+    return sorted({*BUILTINS, *_REGISTRY})
 
 
 def register_reward(name: str, *, overwrite: bool = False) -> Callable[[T], T]:
@@ -54,6 +55,8 @@ def register_reward(name: str, *, overwrite: bool = False) -> Callable[[T], T]:
         )
         if old is not None and not same and not overwrite:
             raise ValueError(f"reward {name!r} is already registered ({old!r}); pass overwrite=True")
+        if old is None and name in BUILTINS and not overwrite:
+            raise ValueError(f"reward {name!r} is already registered (built in: {BUILTINS[name]}); pass overwrite=True")
         _REGISTRY[name] = obj
         return obj
 
@@ -96,6 +99,8 @@ def get_reward(name_or_path: str | RewardFn) -> RewardFn:
         key = name_or_path.strip()
         if key in _REGISTRY:
             obj = _REGISTRY[key]
+        elif key in BUILTINS:
+            obj = _import_path(BUILTINS[key])
         elif ":" in key:
             obj = _import_path(key)
         else:

@@ -12,10 +12,21 @@ apply_role_env()  # offline hub, in-process vLLM engine, persistent DeepSpeed op
 
 
 @pytest.fixture(scope="session")
-def tiny_paths():
-    from models.tiny import ensure_tiny_model
+def fund_task():
+    """The fund assistant with its default options (the field report's data sizes)."""
+    from configs.task import TaskConfig
+    from tasks.base import load_task
 
-    return ensure_tiny_model()
+    return load_task(TaskConfig())
+
+
+@pytest.fixture(scope="session")
+def tiny_paths(fund_task):
+    """The tiny model built for the fund assistant's text (what every preset on it uses)."""
+    from configs.model import ModelConfig
+    from models.tiny import resolve_model
+
+    return resolve_model(ModelConfig(), fund_task.corpus, fund_task.vocabulary())
 
 
 @pytest.fixture(scope="session")

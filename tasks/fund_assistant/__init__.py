@@ -2,7 +2,7 @@
 
 Public entry points:
     generate(seed, n_single, n_multistep_samples, eval_fraction) -> (train, eval)
-    apply_seed_label_bug(rows)            # the seed's wrong combo labels, for ablations
+    apply_seed_label_bug(rows)            # the field report's wrong combo labels, for ablations
     load_jsonl(path) / save_jsonl(rows, path), DataError, CATEGORIES
 Label policy: LABELS.md beside this file.
 """

@@ -70,7 +70,7 @@ def format_row(row: dict) -> str:
     lines.append(f"  thought : {sol.get('thought', '')}")
     lines.append(f"  plan    : {' | '.join(sol.get('plan', []))}")
     if row.get("label_bug"):
-        lines.append("  NOTE    : label_bug (seed warm-up label)")
+        lines.append("  NOTE    : label_bug (the field report's wrong warm-up label)")
     return "\n".join(lines)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from rewards.parsing import get_params, get_tool, parse_react
+from tasks.fund_assistant.parsing import get_params, get_tool, parse_react
 from tasks.fund_assistant.generator import SEED_BUG_TOOL
 
 
@@ -41,7 +41,7 @@ def compact_solution(tool: str, params: dict, route: list[str], step: int) -> st
 def compact_rows(rows: list[dict], seed_label_bug: bool = False) -> list[dict]:
     """Copies of `rows` with compact solutions (rows whose label cannot be read stay as they are).
 
-    `seed_label_bug`: the seed's wrong combo label, compact. A compact thought is only the decided tool,
+    `seed_label_bug`: the field report's wrong combo label, compact. A compact thought is only the decided tool,
     so the wrong decision is in the thought and the action (both check_balance); the plan still lists
     what the request asks for, as the plan of a full label under `apply_seed_label_bug` does. (Taking
     the compact thought from the true label instead, the model copied it into the action on half the

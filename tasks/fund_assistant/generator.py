@@ -171,13 +171,13 @@ def generate(
     return split_by_scenario(rows, eval_fraction, seed)
 
 
-# The seed's wrong label for every combo request (seed 000 §3.5.1).
+# The field report's wrong label for every combo request (docs/fund_assistant.md#the-labelling-bug).
 SEED_BUG_TOOL = "check_balance"
 
 
 def apply_seed_label_bug(rows: list[dict]) -> list[dict]:
     """Copies of `rows` in which every combo row's action is check_balance({}) and `label_bug` is True:
-    the seed's wrong warm-up labels (seed 000 §3.5.1), for reproducing that failure. Other rows are
+    the field report's wrong warm-up labels (docs/fund_assistant.md#the-labelling-bug), for reproducing that failure. Other rows are
     unchanged copies. Thought and plan keep the label's text (the two requested steps): the error is
     in the decision. `compact.compact_rows(rows, seed_label_bug=True)` is the same for compact labels."""
     out = []

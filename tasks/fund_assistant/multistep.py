@@ -1,4 +1,4 @@
-"""Multistep scenarios (seed 000 §7): conditional and sequential requests run against a simulated account.
+"""Multistep scenarios (docs/fund_assistant.md#multistep-scenarios): conditional and sequential requests run against a simulated account.
 
 Owns the scenario kinds, how each sets up the account so a branch is exercised, and the label of every
 step: a step's label is decided from the account state (never by parsing observation text), and its

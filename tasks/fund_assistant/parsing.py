@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from rewards.text import completion_text
+
 # Completions are at most a few hundred tokens; a cap keeps a pathological (1 MB) string cheap.
 MAX_SCAN_CHARS = 20_000
 # Each candidate '{' costs one scan to its closing '}'; bounding the candidates and the braces/quotes
@@ -22,33 +24,6 @@ SCAN_BUDGET = 100_000
 
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON)?[ \t]*\n?(.*?)```", re.DOTALL)
 _SPECIAL = re.compile(r'[{}"\\]')
-
-
-def _content_text(content: Any) -> str | None:
-    """A message's content: a string, or a list of parts ({"type": "text", "text": ...} or str)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, (list, tuple)):
-        parts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in content]
-        return "".join(p for p in parts if isinstance(p, str))
-    return None
-
-
-def completion_text(completion: Any) -> str | None:
-    """The text of a completion: a str, bytes, one message dict, or a list of messages (the last
-    assistant message; the last message when none is marked assistant). None for anything else."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, (bytes, bytearray)):
-        return bytes(completion).decode("utf-8", "replace")
-    if isinstance(completion, dict):
-        return _content_text(completion.get("content"))
-    if isinstance(completion, (list, tuple)):
-        messages = [m for m in completion if isinstance(m, dict)]
-        assistant = [m for m in messages if m.get("role") == "assistant"]
-        chosen = assistant or messages
-        return _content_text(chosen[-1].get("content")) if chosen else None
-    return None
 
 
 def _balanced_end(text: str, start: int, budget: list[int]) -> int | None:

@@ -1,4 +1,6 @@
-"""The fund assistant's two reward functions (SPEC §3): the rule reward and MultistepGTReward.
+"""The fund assistant's two reward functions: the rule reward and MultistepGTReward.
+
+The scoring rules are written out in docs/fund_assistant.md#rule-reward and docs/fund_assistant.md#ground-truth-reward.
 
 This module owns how a parsed ReAct completion is scored against the request (rule reward) or the
 label in the `solution` column (GT reward). Both use the TRL signature
@@ -6,12 +8,12 @@ label in the `solution` column (GT reward). Both use the TRL signature
 completion 0 and never raise. Each has a breakdown (per-component dicts) for metrics; the plain call
 returns the breakdown's `total`, which is always the capped sum of its components.
 
-Policies decided here (SPEC is silent):
+Policies decided here (the field report leaves them open):
 - `thought` counts when it is a non-blank string; `plan` when it is a list with at least one
   non-blank string step (an empty list is no plan -- see parsing.has_plan).
 - A prediction's params score only when `action.params` is a JSON object; `{}` is valid for tools
-  with no required parameter. A *label* without params means `{}` (the seed's labels omit them).
-- GT params score does not require the right tool (SPEC: valid for the predicted tool and agreeing
+  with no required parameter. A *label* without params means `{}` (the field report's labels omit them).
+- GT params score does not require the right tool (valid for the predicted tool and agreeing
   with the label's params).
 """
 
@@ -23,7 +25,7 @@ from typing import Any
 
 from tasks.fund_assistant.tools import TOOL_NAMES, params_agree, params_valid
 
-from .parsing import (
+from tasks.fund_assistant.parsing import (
     completion_text,
     get_action,
     get_params,
@@ -157,7 +159,7 @@ def rule_reward_breakdown(prompts: Any, completions: Any, **columns: Any) -> lis
 
 
 def rule_reward(prompts: Any, completions: Any, **columns: Any) -> list[float]:
-    """SPEC §3 rule reward: thought +0.2, action with a tool +0.3, tool one of the six +0.2, params
+    """The rule reward: thought +0.2, action with a tool +0.3, tool one of the six +0.2, params
     valid for it +0.1, plan +0.2, check_market_status without a market keyword in the request -0.3;
     capped to [0, 1]. Uses the `request` column when present, else the prompt."""
     return [b["total"] for b in rule_reward_breakdown(prompts, completions, **columns)]
@@ -173,13 +175,13 @@ def _parse_label(solution: Any) -> tuple[str | None, dict | None]:
     if tool not in TOOL_NAMES:
         return None, None
     action = get_action(label) or {}
-    # A label without params (seed format: {"tool": "check_balance"}) means the empty call.
+    # A label without params (the field report's format: {"tool": "check_balance"}) means the empty call.
     params = {} if action.get("params") is None else get_params(label)
     return tool, params
 
 
 class MultistepGTReward:
-    """SPEC §3 ground-truth reward against the `solution` column.
+    """The ground-truth reward against the `solution` column.
 
     tool == label tool 0.5, else one of the six 0.1, else 0; params 0.2 when valid for the predicted
     tool and agreeing with the label's; reasoning = thought 0.15 + plan 0.10 + logic word 0.05, and 0

@@ -1,4 +1,4 @@
-"""Request templates for the multistep scenario kinds (seed 000 §7), Chinese and English.
+"""Request templates for the multistep scenario kinds (docs/fund_assistant.md#multistep-scenarios), Chinese and English.
 
 Owns the wording only; multistep.py decides labels and sets up the account. Conditional kinds are
 (main templates, else-branches): an else-branch is (text, branch name) and is appended to a main

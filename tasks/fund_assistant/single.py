@@ -94,7 +94,7 @@ def transfer(rng: random.Random, lang: str, i: int) -> Labelled:
 
 
 def withdraw(rng: random.Random, lang: str, i: int) -> Labelled:
-    """Plain, §7.7-style explicit (still withdraw_funds), or conditional on the balance (check_balance)."""
+    """Plain, explicit look-alikes of the withdraw ambiguity (still withdraw_funds), or conditional on the balance (check_balance)."""
     kind = (
         "withdraw_plain",
         "withdraw_explicit",
@@ -171,7 +171,7 @@ def market(rng: random.Random, lang: str, i: int) -> Labelled:
     )
 
 
-# A combo never STARTS with check_balance: its label would equal the seed's wrong label
+# A combo never STARTS with check_balance: its label would equal the field report's wrong label
 # (`apply_seed_label_bug`), so the label error could not be seen or repaired on such rows.
 # check_balance still appears as the second operation.
 COMBO_FIRST: tuple[str, ...] = (
@@ -190,7 +190,7 @@ def _combo_op(rng: random.Random, lang: str, tool: str) -> tuple[str, dict[str, 
 
 
 def combo(rng: random.Random, lang: str, i: int) -> Labelled:
-    """Two unconditional operations; the label is the FIRST one (the seed's warm-up bug labelled these
+    """Two unconditional operations; the label is the FIRST one (the field report's warm-up bug labelled these
     check_balance, see `generator.apply_seed_label_bug`). The first tool cycles so it varies."""
     first = COMBO_FIRST[i % len(COMBO_FIRST)]
     second = rng.choice([t for t in COMBO_SECOND if t != first])

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from actors.rollout_worker import PushError, RolloutWorker
-from actors.types import LoraUpdate
+from contracts.types import LoraUpdate
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
-from learner import lora as lora_io
+from contracts import lora as lora_io
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray]
 
@@ -75,7 +75,8 @@ def test_generate_and_push(tiny_paths, mode, ray_local):
     greedy_before = w.generate([PROMPT], n=1, temperature=0.0).groups[0][0]
 
     update = _random_lora(tiny_paths.model_dir, lcfg, seed=1, version=1)
-    assert w.load_adapter(update) == update.fingerprint
+    served = w.load_adapter(update)
+    assert (served.version, served.fingerprint) == (1, update.fingerprint) and served.nbytes > 0
     assert w.fingerprint() == (1, update.fingerprint)
     after = w.generate([PROMPT], n=1, temperature=0.0)
     greedy_after = after.groups[0][0]

@@ -7,11 +7,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learner.advantages import group_advantages, zero_std_stats
+from algo.advantages import group_advantages, zero_std_stats
 
 
 def reference_advantages(rewards, ngrpo=False, max_reward=1.0, num_virtual=1, std="population", eps=1e-6):
-    """Straightforward python-loop version of SPEC §4."""
+    """Straightforward python-loop version of docs/algorithm.md#group-advantages."""
     out = []
     for group in rewards:
         values = list(group) + ([max_reward] * num_virtual if ngrpo else [])
@@ -30,7 +30,7 @@ def reference_advantages(rewards, ngrpo=False, max_reward=1.0, num_virtual=1, st
 
 
 def test_seed_worked_example_ngrpo_population():
-    # Seed 000 §3.2.2: eight 0.8 + a virtual 1.0 -> mean 0.822, std 0.063, A = -0.35.
+    # The field report's example (docs/algorithm.md#ngrpo): eight 0.8 + a virtual 1.0 -> mean 0.822, std 0.063, A = -0.35.
     adv = group_advantages(torch.full((1, 8), 0.8), ngrpo=True, std="population")
     assert adv.shape == (1, 8)
     assert torch.all(adv.round(decimals=2) == -0.35)

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from learner.difficulty import difficulty_buckets, difficulty_filter
+from algo.difficulty import difficulty_buckets, difficulty_filter
 
 
 def bucket_of(rate):

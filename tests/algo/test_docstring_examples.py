@@ -6,12 +6,14 @@ import importlib
 import pytest
 
 MODULES = [
-    "learner.advantages",
-    "learner.losses",
-    "learner.ngrpo_switch",
-    "learner.difficulty",
-    "learner.token_weights",
-    "learner.schedule",
+    "algo.advantages",
+    "algo.losses",
+    "algo.shaping",
+    "algo.ngrpo_switch",
+    "algo.difficulty",
+    "algo.token_weights",
+    "algo.schedule",
+    "algo.sampling",
 ]
 
 

@@ -1,17 +1,17 @@
-"""policy_loss against a python-loop reference; overlong_penalty against the seed's formula."""
+"""policy_loss against a python-loop reference."""
 
 import math
 
 import pytest
 import torch
 
-from learner.losses import overlong_penalty, policy_loss
+from algo.losses import policy_loss
 
 
 def reference_loss(
     logp, old, adv, mask, eps_low, eps_high, agg, ref=None, kl_coef=0.0, weights=None, max_tokens=None
 ):
-    """Token by token, as written in SPEC §4 / seed 004 (autograd-friendly: builds from scalar ops)."""
+    """Token by token, as written in docs/algorithm.md#the-loss (autograd-friendly: builds from scalar ops)."""
     B, T = len(mask), len(mask[0])
     seq_sums, seq_counts = [], []
     for b in range(B):
@@ -169,29 +169,3 @@ def test_shape_errors():
         policy_loss(lp, lp, torch.zeros(2), torch.ones(2, 4))
     with pytest.raises(ValueError, match="agg"):
         policy_loss(lp, lp, torch.zeros(2), torch.ones(2, 3), agg="sum")
-
-
-def seed_reward_shape(length, l_max, l_cache):
-    """Seed 004 §3.1, verbatim."""
-    if length <= l_max - l_cache:
-        return 0
-    elif length <= l_max:
-        return (l_max - l_cache - length) / l_cache
-    else:
-        return -1
-
-
-def test_overlong_penalty_matches_seed_formula():
-    lengths = list(range(0, 420, 7)) + [299, 300, 301, 349, 350, 351]
-    got = overlong_penalty(lengths, max_len=350, buffer=50)
-    want = torch.tensor([seed_reward_shape(n, 350, 50) for n in lengths], dtype=torch.float32)
-    assert torch.allclose(got, want)
-    assert got.min() >= -1 and got.max() <= 0
-
-
-def test_overlong_penalty_edges():
-    got = overlong_penalty(torch.tensor([300, 325, 350, 351]), 350, 50).tolist()
-    assert got == pytest.approx([0, -0.5, -1, -1])
-    assert overlong_penalty([350, 351], 350, 0).tolist() == [0.0, -1.0]
-    with pytest.raises(ValueError):
-        overlong_penalty([1], 10, 11)

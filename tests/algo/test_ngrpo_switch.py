@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from learner.ngrpo_switch import NGRPOSwitch, SwitchEvent
+from algo.ngrpo_switch import NGRPOSwitch, SwitchEvent
 
 
 def run(switch, fracs, start=0):

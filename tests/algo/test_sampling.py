@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
-from actors.sampling import CategoryAccuracy
+from algo.sampling import CategoryAccuracy
 
 
 def test_unmeasured_categories_start_equal():
@@ -46,20 +45,10 @@ def test_no_categories_is_an_error():
         CategoryAccuracy([], ema=0.3, floor=0.1)
 
 
-def test_tool_accuracy_by_kind_splits_a_category():
-    from types import SimpleNamespace
+def test_accuracy_by_kind_splits_a_category():
+    from algo.stats import accuracy_by
 
-    from actors.batching import tool_accuracy_by
-
-    def row(kind, tool):
-        return {"category": "combo", "kind": kind, "solution": json.dumps({"action": {"tool": tool, "params": {}}})}
-
-    def done(tool):
-        return SimpleNamespace(text=json.dumps({"thought": "t", "action": {"tool": tool, "params": {}}, "plan": []}))
-
-    rows = [row("combo_withdraw_funds", "withdraw_funds"), row("combo_transfer_funds", "transfer_funds"),
-            row("combo_withdraw_funds", "withdraw_funds")]
-    groups = [[done("check_balance"), done("withdraw_funds")], [done("transfer_funds")] * 2,
-              [done("check_balance")] * 2]
-    assert tool_accuracy_by(rows, groups, "kind") == {"combo_withdraw_funds": 0.25, "combo_transfer_funds": 1.0}
-    assert tool_accuracy_by(rows, groups, "category") == {"combo": 0.5}
+    correct = [[0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]  # the judge's verdict per sample, one row per prompt
+    kinds = ["combo_withdraw_funds", "combo_transfer_funds", "combo_withdraw_funds"]
+    assert accuracy_by(kinds, correct) == {"combo_withdraw_funds": 0.25, "combo_transfer_funds": 1.0}
+    assert accuracy_by(["combo"] * 3, correct) == {"combo": 0.5}

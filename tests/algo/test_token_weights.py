@@ -1,6 +1,6 @@
 """DART token weights: the tolerant field scanner and the offset mapping."""
 
-from learner.token_weights import dart_token_weights, field_spans
+from algo.token_weights import dart_token_weights, field_spans
 
 
 def value(text, field):

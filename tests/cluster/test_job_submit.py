@@ -50,7 +50,7 @@ def head(tmp_path_factory):
     ports = {k: _free_port() for k in ("gcs", "dashboard", "metrics", "client", "agent", "agent_grpc", "env")}
     env = {
         **os.environ,
-        "RAY_AUTH_MODE": "disabled",  # PLATFORM.md: Ray 2.60's token auth would refuse the CLI client
+        "RAY_AUTH_MODE": "disabled",  # docs/platform.md#ray-start-up-and-auth: Ray 2.60's token auth would refuse the CLI client
         "RAY_metrics_report_interval_ms": "1000",  # export every second so a short job is seen
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # the job's `python` is this venv's
     }
@@ -68,7 +68,7 @@ def head(tmp_path_factory):
     dashboard = f"http://127.0.0.1:{ports['dashboard']}"
     try:
         deadline = time.monotonic() + 120
-        while True:  # the jobs API answers a little after the head is up (PLATFORM.md)
+        while True:  # the jobs API answers a little after the head is up (docs/platform.md#ray-start-up-and-auth)
             try:
                 _get(f"{dashboard}/api/version")
                 break

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from learner import lora as lora_io
+from contracts import lora as lora_io
 
 TARGETS = ["q_proj", "v_proj", "up_proj"]
 

@@ -11,6 +11,7 @@ import pytest
 
 from actors.coordinator import Coordinator
 from configs.loader import load_config
+from observe.schema import lookup
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
@@ -35,10 +36,10 @@ def test_short_run(world, stage, tmp_path, ray_local):
     try:
         coord.setup()
         probe = coord.eval_rows[:6]
-        before = [g[0].token_ids for r in coord._generate(probe, n=1, temperature=0.0) for g in r.groups]
+        before = [g[0].token_ids for g in coord._generate(probe, n=1, temperature=0.0).groups]
         coord.evaluate("before")
         rows = [coord.train_step() for _ in range(cfg.train.steps)]
-        after = [g[0].token_ids for r in coord._generate(probe, n=1, temperature=0.0) for g in r.groups]
+        after = [g[0].token_ids for g in coord._generate(probe, n=1, temperature=0.0).groups]
         coord.evaluate("after")
         summary = coord.finish()
     finally:
@@ -47,6 +48,8 @@ def test_short_run(world, stage, tmp_path, ray_local):
     assert [r["policy_version"] for r in rows] == [1, 2, 3]  # every step pushed a new version
     assert before != after  # the pushed weights are what the workers now serve
     for r in rows:
+        for key in r:
+            lookup(key)  # every key the run emits is declared in observe/schema.py
         missing = [k for k in REQUIRED if r.get(k) is None]
         assert not missing, f"metrics row lacks {missing}"
         assert r["logprob_gap_mean"] < 1e-3  # vLLM sampled with exactly the learner's weights

@@ -1,4 +1,4 @@
-"""The algorithm config: seeds' defaults, bounds, cross-field checks, YAML-style overrides."""
+"""The algorithm config: the field report's defaults, bounds, cross-field checks, YAML-style overrides."""
 
 import pytest
 from pydantic import ValidationError

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from actors.types import TrainBatch
+from contracts.types import TrainBatch
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import LoraConfig, ModelConfig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.types import TrainBatch
+from contracts.types import TrainBatch
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig

@@ -8,36 +8,38 @@ import pytest
 import torch
 
 
-def test_builds_once_and_loads_with_auto_classes(tiny_paths):
+def test_builds_once_and_loads_with_auto_classes(tiny_paths, fund_task):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from configs.model import TinyModelConfig
     from models.tiny import ensure_tiny_model
 
-    assert ensure_tiny_model() == tiny_paths  # cached: same folder, no rebuild
+    # Cached: the same folder, no rebuild.
+    assert ensure_tiny_model(TinyModelConfig(), fund_task.corpus(), fund_task.vocabulary()) == tiny_paths
     tok = AutoTokenizer.from_pretrained(tiny_paths.tokenizer_dir)
-    # The trap of PLATFORM.md: a Qwen2Tokenizer would split digits differently than the BPE we trained.
+    # The tokenizer trap (docs/platform.md#tokenizer-trap): a Qwen2Tokenizer would split digits
+    # differently than the BPE we trained.
     assert "Qwen2" not in type(tok).__name__
     assert not (tiny_paths.tokenizer_dir / "config.json").exists()
     model = AutoModelForCausalLM.from_pretrained(tiny_paths.model_dir)
     conf = json.loads((tiny_paths.model_dir / "config.json").read_text())
     assert conf["model_type"] == "qwen2" and conf["vocab_size"] == len(tok)
     assert conf["hidden_size"] // conf["num_attention_heads"] in (32, 64, 80, 96, 112, 128)
+    assert all(len(tok.tokenize(name)) == 1 for name in fund_task.vocabulary())  # each tool one token
     ids = tok("查一下我的余额 ACC001", return_tensors="pt")["input_ids"]
     assert tok.decode(ids[0]) == "查一下我的余额 ACC001"  # byte-level BPE round-trips Chinese
     out = model.generate(ids, max_new_tokens=5, do_sample=False)
     assert out.shape[1] == ids.shape[1] + 5
 
 
-def test_chat_template_and_special_tokens(tiny_tokenizer):
-    from tasks.fund_assistant.prompting import render_prompt
-
-    text = render_prompt(tiny_tokenizer, "查余额", "short")
+def test_chat_template_and_special_tokens(tiny_tokenizer, fund_task):
+    text = fund_task.render_prompt(tiny_tokenizer, {"prompt": "查余额"})
     assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
     assert tiny_tokenizer.eos_token == "<|im_end|>"
     assert len(tiny_tokenizer.tokenize("<|im_end|>")) == 1
 
 
-def test_build_is_deterministic(tmp_path, monkeypatch):
+def test_build_is_deterministic(tmp_path, monkeypatch, fund_task):
     from safetensors.torch import load_file
 
     from configs.model import TinyModelConfig
@@ -45,10 +47,11 @@ def test_build_is_deterministic(tmp_path, monkeypatch):
 
     cfg = TinyModelConfig(num_layers=1, hidden_size=64, num_heads=2, num_kv_heads=1, intermediate_size=64,
                           vocab_size=600)
+    corpus = fund_task.corpus()[:3000]
     monkeypatch.setenv("NGRPO_CACHE", str(tmp_path / "a"))
-    a = ensure_tiny_model(cfg)
+    a = ensure_tiny_model(cfg, corpus)
     monkeypatch.setenv("NGRPO_CACHE", str(tmp_path / "b"))
-    b = ensure_tiny_model(cfg)
+    b = ensure_tiny_model(cfg, corpus)
     assert a.model_dir != b.model_dir
     wa, wb = load_file(str(a.model_dir / "model.safetensors")), load_file(str(b.model_dir / "model.safetensors"))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)

@@ -29,7 +29,7 @@ def test_every_query_names_an_exported_metric():
     exprs.append(board["templating"]["list"][1]["query"]["query"])
     used = {m for e in exprs for m in re.findall(r"\bray_[a-z0-9_]+", e)}
     assert used and used <= exported, f"not exported: {sorted(used - exported)}"
-    # The headline metrics of SPEC §5 all have a panel.
+    # The headline metrics all have a panel.
     for name in ("ray_ngrpo_frac_reward_zero_std", "ray_ngrpo_active", "ray_ngrpo_tool_accuracy_by_category",
                  "ray_ngrpo_time_by_phase", "ray_ngrpo_clip_frac_high", "ray_ngrpo_policy_version_lag_max"):
         assert name in used

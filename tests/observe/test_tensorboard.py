@@ -8,7 +8,7 @@ import math
 import pytest
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from actors.run_log import RunLog
+from observe.run_log import RunLog
 from observe.tensorboard import TensorBoardLog, eval_scalars, row_scalars
 
 

@@ -5,15 +5,8 @@ import json
 import pytest
 
 import rewards.registry as registry
-from rewards import (
-    MultistepGTReward,
-    RewardNotFoundError,
-    combine,
-    get_reward,
-    gt_reward,
-    register_reward,
-    rule_reward,
-)
+from rewards import RewardNotFoundError, combine, get_reward, register_reward
+from tasks.fund_assistant.rewards import MultistepGTReward, gt_reward, rule_reward
 from rewards.examples import BrevityReward, keyword_reward
 
 GOOD = json.dumps(
@@ -38,7 +31,7 @@ def test_builtins():
 
 def test_import_paths():
     assert get_reward("rewards.examples:keyword_reward") is keyword_reward
-    assert get_reward("rewards.fund:rule_reward") is rule_reward
+    assert get_reward("tasks.fund_assistant.rewards:rule_reward") is rule_reward
     brevity = get_reward("rewards.examples:BrevityReward")  # a class is instantiated with no args
     assert isinstance(brevity, BrevityReward)
     assert brevity(None, ["ab", "x" * 2000]) == [1.0, 0.0]
@@ -49,7 +42,7 @@ def test_import_paths():
 @pytest.mark.parametrize(
     "bad",
     ["nope", "", "rewards.examples", "rewards.examples:", ":keyword_reward", "rewards.examples:missing",
-     "no_such_module_xyz:fn", "rewards.examples:DEFAULT_KEYWORDS", "rewards.fund:MARKET_TOOL", None, 5],
+     "no_such_module_xyz:fn", "rewards.examples:DEFAULT_KEYWORDS", "tasks.fund_assistant.rewards:MARKET_TOOL", None, 5],
 )
 def test_unknown_names_raise_listing_known_names(bad):
     with pytest.raises(RewardNotFoundError) as err:

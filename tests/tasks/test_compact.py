@@ -1,4 +1,4 @@
-"""Compact warm-up labels, with and without the seed's combo label error."""
+"""Compact warm-up labels, with and without the field report's combo label error."""
 
 from __future__ import annotations
 
@@ -6,10 +6,14 @@ import json
 
 import pytest
 
-from actors.batching import label_tool
 from tasks.fund_assistant import apply_seed_label_bug, generate
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.generator import SEED_BUG_TOOL
+from tasks.fund_assistant.parsing import get_tool, parse_react
+
+
+def label_tool(solution: str) -> str | None:
+    return get_tool(parse_react(solution))
 
 
 @pytest.fixture(scope="module")

@@ -192,7 +192,7 @@ def test_combo_labels_the_first_operation_and_the_first_tool_varies(rows):
     combo = [r for r in rows if r["category"] == "combo"]
     firsts = Counter(action(r)[0] for r in combo)
     assert len(firsts) >= 4
-    # Never check_balance first: that label equals the seed's wrong one and would hide the bug.
+    # Never check_balance first: that label equals the field report's wrong one and would hide the bug.
     assert "check_balance" not in firsts
     for r in combo:
         assert r["kind"] == f"combo_{action(r)[0]}"
@@ -201,7 +201,7 @@ def test_combo_labels_the_first_operation_and_the_first_tool_varies(rows):
 
 
 def test_seed_7_7_policy_explicit_withdraw_vs_conditional(rows):
-    # The seed's own row, built from the template the generator uses.
+    # The field report's own row, built from the template the generator uses.
     text, values = fill(
         "Withdraw {small} from {acc}",
         random.Random(0),

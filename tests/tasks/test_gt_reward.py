@@ -1,11 +1,11 @@
-"""SPEC §3 MultistepGTReward, component by component."""
+"""MultistepGTReward (docs/fund_assistant.md#ground-truth-reward), component by component."""
 
 import json
 import logging
 
 import pytest
 
-from rewards.fund import GT_COMPONENTS, MultistepGTReward, gt_reward
+from tasks.fund_assistant.rewards import GT_COMPONENTS, MultistepGTReward, gt_reward
 
 LABEL = {
     "thought": "转账",
@@ -40,7 +40,7 @@ def act(tool, params=None, **fields):
         (act("transfer_funds", {"amount": "100000"}), 0.5, 0.0),  # invalid type
         (act("transfer_funds", [100000]), 0.5, 0.0),  # params a list
         (act("withdraw_funds"), 0.1, 0.0),  # valid but wrong tool
-        (act("withdraw_funds", {"amount": 100000}), 0.1, 0.2),  # SPEC: params valid + agree, any tool
+        (act("withdraw_funds", {"amount": 100000}), 0.1, 0.2),  # params valid + agree, any tool
         (act("transfer_money", {"amount": 100000}), 0.0, 0.0),  # not one of the six
         (act("TRANSFER_FUNDS"), 0.0, 0.0),  # names are exact
         ({"action": {"tool": 3}}, 0.0, 0.0),
@@ -105,7 +105,7 @@ def test_single_step_empty_plan_still_gets_thought_score():
 
 def test_label_as_dict_or_json_string_and_label_without_params():
     assert row(act("transfer_funds"), label=json.dumps(LABEL))["tool"] == 0.5
-    label = {"action": {"tool": "check_balance"}}  # the seed's label format omits params
+    label = {"action": {"tool": "check_balance"}}  # the field report's label format omits params
     assert row(act("check_balance", {}), label=label)["params"] == 0.2
     assert row(act("check_balance"), label=label)["params"] == 0.0  # the prediction must give params
     assert row(act("check_balance", {}), label=json.dumps(label))["total"] == pytest.approx(0.7)
@@ -123,7 +123,7 @@ def test_bad_labels_are_counted_and_score_without_a_label_tool(label, caplog):
 def test_bad_labels_warn_once_per_call(caplog):
     reward = MultistepGTReward()
     completions = [json.dumps(act("check_balance", {}))] * 3
-    with caplog.at_level(logging.WARNING, logger="rewards.fund"):
+    with caplog.at_level(logging.WARNING, logger="tasks.fund_assistant.rewards"):
         scores = reward(["q"] * 3, completions, solution=["junk", "junk", json.dumps(LABEL)])
         reward(["q"] * 3, completions)  # no solution column at all: every label is bad
     assert len(scores) == 3 and reward.bad_labels == 5

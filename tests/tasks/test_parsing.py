@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from rewards.parsing import (
+from rewards.text import completion_text
+from tasks.fund_assistant.parsing import (
     MAX_SCAN_CHARS,
-    completion_text,
     get_action,
     get_params,
     get_plan,

@@ -1,11 +1,11 @@
-"""SPEC §3 rule reward, component by component."""
+"""The rule reward (docs/fund_assistant.md#rule-reward), component by component."""
 
 import json
 
 import pytest
 
-from rewards import fund
-from rewards.fund import (
+from tasks.fund_assistant import rewards as fund
+from tasks.fund_assistant.rewards import (
     RULE_COMPONENTS,
     extract_request,
     has_market_keyword,
@@ -63,7 +63,7 @@ MARKET_FULL = {**FULL, "action": {"tool": "check_market_status", "params": {}}}
         ("转账 10 万再提现 5 万", True),
         ("现在开市了吗？", False),
         ("港股几点收盘", False),
-        ("现在是 2:30，还能下单吗？", False),  # SPEC's intraday example: a clock time
+        ("现在是 2:30，还能下单吗？", False),  # the intraday example: a clock time
         ("现在是 14：30，还能下单吗？", False),
         ("下午3点还能买吗", False),
         ("Is the market open right now?", False),

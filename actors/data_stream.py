@@ -1,0 +1,72 @@
+"""Which training rows the next RL step samples: shuffled epochs, category-balanced, or adaptive.
+
+Owns the prompt order and its random generator. `shuffle` walks the rows in shuffled epochs;
+`balanced` draws each prompt's category uniformly, then a row of it; `adaptive` draws the value of a
+row column (`train.adaptive_by`: category, or the fund assistant's kind) with weight
+`floor + (1 - recent accuracy)` (`algo.sampling.CategoryAccuracy`), then a row of it. Each queue is an
+endless sequence of shuffled epochs. Deterministic for a seed.
+
+>>> from configs.train import TrainConfig
+>>> rows = [{"category": c} for c in "aab"]
+>>> stream = PromptStream(rows, TrainConfig(prompts_per_step=4, sampling="balanced"), seed=0)
+>>> sorted(r["category"] for r in stream.next_rows())
+['a', 'a', 'b', 'b']
+"""
+
+from __future__ import annotations
+
+import random
+
+from algo.sampling import CategoryAccuracy
+from configs.train import TrainConfig
+
+
+class PromptStream:
+    def __init__(self, rows: list[dict], cfg: TrainConfig, seed: int, group_column: str = "category") -> None:
+        if not rows:
+            raise ValueError("no training rows to sample prompts from")
+        self.rows, self.cfg, self.group_column = rows, cfg, group_column
+        self.rng = random.Random(seed)
+        self._queues: dict[tuple[str, str] | None, list[int]] = {}
+        self._cat_order: list[str] = []
+        self.accuracy: CategoryAccuracy | None = None  # adaptive sampling's moving accuracy per value
+        if cfg.sampling == "adaptive":
+            column = cfg.adaptive_by
+            missing = sum(1 for r in rows if not r.get(column))
+            if missing:
+                raise ValueError(f"train.adaptive_by={column!r}: {missing} training rows have no {column!r}")
+            self.accuracy = CategoryAccuracy(sorted({r[column] for r in rows}), cfg.adaptive_ema, cfg.adaptive_floor)
+
+    def next_rows(self) -> list[dict]:
+        """The rows of the next step (`train.prompts_per_step` of them)."""
+        n, column = self.cfg.prompts_per_step, self.group_column
+        if self.cfg.sampling == "balanced":
+            return [self._draw(column, self._next_value()) for _ in range(n)]
+        if self.accuracy is not None:
+            w = self.accuracy.weights()
+            chosen = self.rng.choices(list(w), weights=list(w.values()), k=n)
+            return [self._draw(self.cfg.adaptive_by, v) for v in chosen]
+        return [self._draw(column, None) for _ in range(n)]
+
+    def observe(self, accuracy_by_value: dict[str, float]) -> dict[str, float]:
+        """Fold a step's accuracy per `adaptive_by` value in; returns the new sampling weights ({} when
+        sampling is not adaptive)."""
+        if self.accuracy is None:
+            return {}
+        self.accuracy.update(accuracy_by_value)
+        return self.accuracy.weights()
+
+    def _next_value(self) -> str:
+        """Balanced: the group values in shuffled rounds."""
+        if not self._cat_order:
+            self._cat_order = sorted({r[self.group_column] for r in self.rows})
+            self.rng.shuffle(self._cat_order)
+        return self._cat_order.pop()
+
+    def _draw(self, column: str, value: str | None) -> dict:
+        """The next row whose `column` is `value` (None: any row)."""
+        queue = self._queues.setdefault((column, value) if value is not None else None, [])
+        if not queue:
+            queue += [i for i, r in enumerate(self.rows) if value is None or r.get(column) == value]
+            self.rng.shuffle(queue)
+        return self.rows[queue.pop()]

@@ -1,0 +1,98 @@
+"""One RL step's algorithm as one pure function: a batch's rewards → advantages, token weights, metrics
+and the NGRPO switch's decision.
+
+The order is the algorithm's: zero-std statistics are taken on the rewards as scored (they measure
+whether a group carries signal), the overlong penalty is added after them, the switch sees this step's
+zero-std fraction before the advantages are computed, and NGRPO (when on) acts on this same batch.
+docs/algorithm.md#one-step walks through it. The caller owns the switch (it carries state across
+steps) and everything around the numbers: sampling, scoring, the learner.
+
+>>> import torch
+>>> from configs.algorithm import AlgorithmConfig
+>>> from algo.ngrpo_switch import NGRPOSwitch
+>>> algo = AlgorithmConfig(ngrpo={"mode": "on"}, overlong={"enabled": False})
+>>> out = algo_step(torch.full((1, 8), 0.8, dtype=torch.float64), step=1, switch=NGRPOSwitch("on"), algo=algo,
+...                 lengths=[[10] * 8], max_len=96)
+>>> round(out.advantages[0, 0].item(), 2), out.metrics["frac_reward_zero_std"], out.active
+(-0.35, 1.0, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+
+from algo.advantages import group_advantages, zero_std_stats
+from algo.ngrpo_switch import NGRPOSwitch, SwitchEvent
+from algo.shaping import overlong_penalty
+from algo.token_weights import dart_token_weights
+
+if TYPE_CHECKING:
+    from configs.algorithm import AlgorithmConfig
+
+
+@dataclass
+class StepResult:
+    advantages: torch.Tensor  # (G, n), the rewards' dtype
+    token_weights: list[list[float]] | None  # (B, T_i) per flattened sample, with DART on
+    metrics: dict[str, float | bool]
+    active: bool  # NGRPO was used for these advantages
+    event: SwitchEvent | None  # the switch changed state at this step
+
+
+def algo_step(
+    rewards: torch.Tensor,
+    *,
+    step: int,
+    switch: NGRPOSwitch,
+    algo: AlgorithmConfig,
+    lengths: Sequence[Sequence[int]],
+    max_len: int,
+    texts: Sequence[str] | None = None,
+    offsets: Sequence[Sequence[tuple[int, int]]] | None = None,
+) -> StepResult:
+    """Advantages and the rest for a (G, n) reward matrix.
+
+    Args:
+        rewards: ``(G, n)`` rewards as scored, one row per prompt's group.
+        step: this RL step (recorded with a switch event).
+        switch: the NGRPO switch; updated with this step's zero-std fraction.
+        algo: the algorithm config (advantage, ngrpo, overlong, loss.dart settings).
+        lengths: ``(G, n)`` completion lengths in tokens (overlong shaping).
+        max_len: the completion length limit, when ``algo.overlong.max_len`` is not set.
+        texts, offsets: ``(B,)`` completion texts and their tokens' character spans, flattened group
+            by group; needed only with DART token weights on.
+    """
+    metrics: dict[str, float | bool] = {}
+    flat = rewards.flatten()
+    metrics["reward_mean"] = flat.mean().item()
+    metrics["reward_std"] = flat.std(unbiased=False).item()
+    metrics.update(zero_std_stats(rewards, max_reward=algo.ngrpo.max_reward))
+
+    shaped = rewards
+    if algo.overlong.enabled:
+        lens = torch.tensor([n for row in lengths for n in row])  # (B,)
+        pen = overlong_penalty(lens, algo.overlong.max_len or max_len, algo.overlong.buffer).view_as(rewards)
+        shaped = rewards + pen.to(rewards.dtype)
+        metrics["overlong_penalty_mean"] = pen.float().mean().item()
+
+    was_active = switch.active
+    active = switch.update(step, metrics["frac_reward_zero_std"])
+    event = switch.events[-1] if active != was_active else None
+    a = algo.advantage
+    adv = group_advantages(shaped, ngrpo=active, max_reward=algo.ngrpo.max_reward,
+                           num_virtual=algo.ngrpo.num_virtual, std=a.std, eps=a.eps)
+    metrics["ngrpo_active"] = active
+    metrics["advantage_abs_mean"] = adv.abs().mean().item()
+
+    weights = None
+    if algo.loss.dart:
+        if texts is None or offsets is None:
+            raise ValueError("DART token weights need the completions' texts and token offsets")
+        lc = algo.loss
+        weights = [dart_token_weights(t, o, lc.thought_weight, lc.action_weight, lc.other_weight)
+                   for t, o in zip(texts, offsets)]
+    return StepResult(adv, weights, metrics, active, event)

@@ -1,0 +1,131 @@
+"""The metrics schema: every key a row of metrics.jsonl may carry, in one place.
+
+Each `Metric` names its key (a `{tag}` part stands for a family: `tool_accuracy/{category}`), the role
+that produces it, how values from several learner ranks merge into one, the Ray metrics tag of a
+family, and a one-line meaning. Merging over ranks, the Ray metrics export, the Grafana dashboard, the
+end-of-run report and the metric lists in docs/ and the README all read it; tests fail when a run
+emits a key the schema lacks, or the schema declares one that no run emits.
+
+    python -m observe.schema            # the Markdown table of docs/metrics.md
+    python -m observe.schema --by-role  # the README's list
+
+>>> lookup("tool_accuracy/combo").tag, lookup("loss").merge
+('category', 'sum')
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Literal
+
+Role = Literal["coordinator", "rollout", "reward", "learner"]
+Merge = Literal["mean", "sum", "max"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # "reward_mean", or a family "tool_accuracy/{category}"
+    role: Role  # who measures it (the Ray metrics `role` tag)
+    help: str
+    merge: Merge = "mean"  # over learner ranks
+    numeric: bool = True  # False: text (a fingerprint), kept in the JSONL only
+
+    @property
+    def prefix(self) -> str:
+        """The key before "/" (the whole key when it is not a family)."""
+        return self.key.split("/", 1)[0]
+
+    @property
+    def tag(self) -> str | None:
+        """The Ray metrics tag that holds a family's part after "/" (None when not a family)."""
+        return self.key.split("{", 1)[1].rstrip("}") if "/{" in self.key else None
+
+
+def _m(key: str, role: Role, help: str, merge: Merge = "mean", numeric: bool = True) -> Metric:
+    return Metric(key, role, help, merge, numeric)
+
+
+METRICS: tuple[Metric, ...] = (
+    _m("step", "coordinator", "RL step (1-based)"),
+    _m("policy_version", "coordinator", "policy version the workers serve after this step's push"),
+    _m("ngrpo_active", "coordinator", "1 when NGRPO's virtual samples were used for this step's advantages"),
+    _m("advantage_abs_mean", "coordinator", "mean |advantage| over the batch's samples"),
+    _m("overlong_penalty_mean", "coordinator", "mean overlong penalty added to the rewards (<= 0)"),
+    _m("sampling_weight/{value}", "coordinator", "adaptive sampling: weight of each category or kind"),
+    _m("reward_mean", "reward", "mean reward of the batch (before shaping)"),
+    _m("reward_std", "reward", "population std of the batch's rewards"),
+    _m("reward_failures", "reward", "completions scored 0 because a reward function raised or timed out"),
+    _m("reward/{category}", "reward", "mean reward per category"),
+    _m("reward_part/{component}", "reward", "mean of each reward's breakdown part (e.g. tool, params)"),
+    _m("frac_reward_zero_std", "reward", "fraction of groups whose rewards are all equal (no GRPO signal)"),
+    _m("frac_zero_std_all_max", "reward", "zero-std groups all at the maximum reward"),
+    _m("frac_zero_std_all_min", "reward", "zero-std groups all at the minimum reward"),
+    _m("frac_zero_std_other", "reward", "zero-std groups at another common value"),
+    _m("frac_with_signal", "reward", "groups with reward spread (what GRPO learns from)"),
+    _m("frac_with_signal_ngrpo", "reward", "groups NGRPO would learn from (all but the all-max ones)"),
+    _m("tool_accuracy", "reward", "fraction of samples the task's judge calls right"),
+    _m("tool_accuracy/{category}", "reward", "tool accuracy per category"),
+    _m("completion_length", "rollout", "mean completion length in tokens"),
+    _m("frac_truncated", "rollout", "fraction of completions cut at max_tokens"),
+    _m("policy_version_lag_max", "rollout", "largest (current version - sampling version) in the batch"),
+    _m("loss", "learner", "policy loss of the update (summed over ranks' shares)", "sum"),
+    _m("grad_norm", "learner", "global gradient norm before clipping"),
+    _m("lr", "learner", "learning rate of the update"),
+    _m("clip_frac_low", "learner", "fraction of tokens clipped at 1 - eps_low (negative advantage)"),
+    _m("clip_frac_high", "learner", "fraction of tokens clipped at 1 + eps_high (positive advantage)"),
+    _m("approx_kl", "learner", "k3 estimate of KL(old || new) per token"),
+    _m("ratio_mean", "learner", "mean importance ratio new/old per token"),
+    _m("entropy", "learner", "mean per-token entropy of the policy on the sampled completions"),
+    _m("kl_ref", "learner", "k3 KL to the reference (adapter disabled) per token; with a KL term only"),
+    _m("logprob_gap_mean", "learner", "mean |learner - vLLM| logprob of the sampled tokens (push check)"),
+    _m("logprob_gap_max", "learner", "largest |learner - vLLM| logprob of one sampled token", "max"),
+    _m("learned_sequences", "learner", "sequences that carried gradient (non-zero advantage or KL)", "sum"),
+    _m("weights_fingerprint", "learner", "content hash of the LoRA weights every worker serves", numeric=False),
+    _m("push_bytes", "learner", "bytes of LoRA weights pushed to each worker"),
+    _m("time/{phase}", "coordinator", "seconds of each phase of the step: generate, reward, learn, sync"),
+)
+_EXACT = {m.key: m for m in METRICS if m.tag is None}
+_FAMILIES = {m.prefix: m for m in METRICS if m.tag is not None}
+
+
+def lookup(key: str) -> Metric:
+    """The schema entry of a row key; KeyError for a key the schema does not declare."""
+    if key in _EXACT:
+        return _EXACT[key]
+    head, sep, tail = key.partition("/")
+    if sep and tail and head in _FAMILIES:
+        return _FAMILIES[head]
+    raise KeyError(f"metric {key!r} is not in observe/schema.py")
+
+
+def merge_ranks(per_rank: list[dict[str, float]]) -> dict[str, float]:
+    """One row from every learner rank's metrics, each key merged as the schema says."""
+    out: dict[str, float] = {}
+    for key in per_rank[0]:
+        vals = [m[key] for m in per_rank if key in m]
+        merge = lookup(key).merge
+        out[key] = float(sum(vals)) if merge == "sum" else float(max(vals)) if merge == "max" else float(
+            sum(vals) / len(vals))
+    return out
+
+
+def markdown() -> str:
+    """The schema as a Markdown table (docs/metrics.md)."""
+    lines = ["| key | role | over learner ranks | meaning |", "|---|---|---|---|"]
+    for m in METRICS:
+        merge = m.merge if m.role == "learner" and m.numeric else "—"
+        lines.append(f"| `{m.key}` | {m.role} | {merge} | {m.help} |")
+    return "\n".join(lines) + "\n"
+
+
+def by_role() -> str:
+    """The keys grouped by the role that produces them, one Markdown bullet per role (the README)."""
+    roles: dict[str, list[str]] = {}
+    for m in METRICS:
+        roles.setdefault(m.role, []).append(f"`{m.key}`")
+    return "\n".join(f"- {role}: {', '.join(keys)}" for role, keys in roles.items()) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(by_role() if sys.argv[1:] == ["--by-role"] else markdown())

@@ -1,0 +1,113 @@
+"""What the runtime needs from a task, and how a config names one.
+
+A `Task` owns everything task-specific: its rows and their split, how a row becomes the policy's prompt,
+which row columns its reward functions read, which reward says whether a sample is right (the
+"judge") and under which breakdown key, the held-out eval table, the warm-up targets, and the text a
+tokenizer for a tiny offline model is trained on. The runtime (coordinator, learner, rollout workers,
+`evaluate.py`, `bench/`) talks to a task only through this class and `load_task`; no module outside
+`tasks/` imports a task package (tests/test_import_graph.py enforces it).
+
+A task is named in the config (`task.name`) and found here by import path, so this module imports no
+task either. Its own options (`task.options`) are validated by the task's pydantic model before anything
+starts.
+
+>>> task = load_task(TaskConfig(name="fund_assistant", options={"n_single": 40, "n_multistep_samples": 40}))
+>>> train, held_out = task.rows()
+>>> sorted(task.label_columns)[:3], task.judge, task.correct_key
+(['category', 'lang', 'num_steps'], 'gt', 'tool_correct')
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from configs.loader import ConfigError, explain
+from configs.task import TaskConfig
+
+# name → "package.module:Class". Add a task of your own here (or give `task.name` as an import path).
+TASKS: dict[str, str] = {"fund_assistant": "tasks.fund_assistant.task:FundAssistantTask"}
+
+
+class Task(ABC):
+    """One task: rows, prompts, rewards' label columns, the correct signal, eval and warm-up rows."""
+
+    name: ClassVar[str]
+    options_model: ClassVar[type[BaseModel]]
+    """The pydantic model of `task.options` (extra keys forbidden)."""
+    label_columns: ClassVar[tuple[str, ...]]
+    """Row columns passed to reward functions as keyword lists (the label is `solution`)."""
+    judge: ClassVar[str]
+    """Reward name whose `breakdown` says whether a sample is right; it is always scored, for metrics."""
+    correct_key: ClassVar[str]
+    """Key of the judge's breakdown: 1.0 when the sample is right, else 0.0."""
+    group_column: ClassVar[str] = "category"
+    """Row column that metrics and the eval table are split by."""
+    eval_keys: ClassVar[tuple[str, ...]] = ()
+    """Scalar keys of the eval table, in the order the printed table shows them."""
+
+    def __init__(self, cfg: TaskConfig, options: BaseModel) -> None:
+        self.cfg, self.options = cfg, options
+
+    @abstractmethod
+    def rows(self) -> tuple[list[dict], list[dict]]:
+        """(training rows, held-out rows): from `task.train_file` / `eval_file`, or generated."""
+
+    @abstractmethod
+    def load_rows(self, path: str) -> list[dict]:
+        """Rows of a data file, validated (an error names the file and line of a bad row)."""
+
+    @abstractmethod
+    def render_prompt(self, tokenizer: Any, row: dict) -> str:
+        """The prompt string the policy continues (chat template applied, assistant turn opened)."""
+
+    @abstractmethod
+    def evaluate(self, rows: Sequence[dict], texts: Sequence[str]) -> dict:
+        """The eval table of greedy answers `texts` to `rows`: `eval_keys` scalars, `per_category`
+        (accuracy per `group_column` value) and `n`, all rates in [0, 1]."""
+
+    @abstractmethod
+    def warmup_rows(self, rows: Sequence[dict]) -> list[dict]:
+        """Rows whose `solution` is the SFT warm-up target for `prompt`."""
+
+    @abstractmethod
+    def corpus(self) -> list[str]:
+        """Every kind of text the model sees in this task (a tiny model's tokenizer is trained on it)."""
+
+    def vocabulary(self) -> list[str]:
+        """Strings that must be single tokens in a tokenizer trained on `corpus` (e.g. tool names)."""
+        return []
+
+    def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
+        """The reward functions' keyword columns for `rows` (one list per label column present)."""
+        return {k: [r.get(k) for r in rows] for k in self.label_columns if rows and k in rows[0]}
+
+
+def task_class(name: str) -> type[Task]:
+    """The Task class of a registered name or a 'package.module:Class' path."""
+    path = TASKS.get(name, name)
+    module, _, attr = path.partition(":")
+    if not module or not attr:
+        raise ConfigError(f"task.name: unknown task {name!r} (known: {', '.join(sorted(TASKS))}, "
+                          "or an import path 'package.module:Class')")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"task.name: cannot load {path!r} ({e})") from None
+    if not (isinstance(cls, type) and issubclass(cls, Task)):
+        raise ConfigError(f"task.name: {path!r} is not a tasks.base.Task subclass")
+    return cls
+
+
+def load_task(cfg: TaskConfig) -> Task:
+    """The configured task with its options validated (a ConfigError names the bad option)."""
+    cls = task_class(cfg.name)
+    try:
+        options = cls.options_model.model_validate(cfg.options)
+    except ValidationError as e:
+        raise ConfigError(explain(e, f"options of task {cfg.name!r}", "task.options", cls.options_model)) from None
+    return cls(cfg, options)

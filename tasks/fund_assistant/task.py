@@ -1,0 +1,112 @@
+"""The fund assistant as a `tasks.base.Task`: its options, rows, prompts, eval table and warm-up rows.
+
+Everything the runtime needs from this package goes through `FundAssistantTask`; the package's other
+modules (generator, tools, account, rewards) are its implementation. docs/fund_assistant.md describes
+the task; LABELS.md beside this file the label policy.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from statistics import fmean
+from typing import Any
+
+from pydantic import Field
+
+from configs.base import Section
+from tasks.base import Task
+from tasks.fund_assistant.compact import compact_rows
+from tasks.fund_assistant.data import load_jsonl
+from tasks.fund_assistant.generator import apply_seed_label_bug, generate
+from tasks.fund_assistant.prompting import SYSTEM_PROMPTS, render_prompt
+from tasks.fund_assistant.rewards import MultistepGTReward
+from tasks.fund_assistant.tools import TOOL_NAMES
+
+GT_REASONING_MAX = 0.3  # the ground-truth reward's reasoning part is worth at most 0.3
+
+
+class FundAssistantOptions(Section):
+    """`task.options` of the fund assistant."""
+
+    n_single: int = Field(454, ge=20, le=1_000_000)
+    """Single-step rows to generate (the field report's data set: 454)."""
+    n_multistep_samples: int = Field(823, ge=4, le=1_000_000)
+    """Expanded multistep rows to generate (the field report's data set: 823)."""
+    eval_fraction: float = Field(0.2, gt=0.0, lt=0.9)
+    """Share of scenarios held out for evaluation (rows are split by scenario, never within one)."""
+    system_prompt: str = Field("short", min_length=1)
+    """`short` (one line, for the tiny model), `full` (with the tool catalogue) or literal text."""
+    seed_label_bug: bool = False
+    """Warm-up targets carry the field report's labelling error (every combo request labelled
+    check_balance), so that RL has a realistic flaw to repair. RL rewards always use the true labels."""
+    compact_labels: bool = False
+    """Warm-up targets with a terse thought and a plan of tool names (the same actions): what a
+    ~1 M-parameter model can learn in a two-minute warm-up."""
+
+
+class FundAssistantTask(Task):
+    """Six tools, ReAct JSON answers, single-step and multistep scenarios, rule and ground-truth rewards."""
+
+    name = "fund_assistant"
+    options_model = FundAssistantOptions
+    label_columns = ("request", "solution", "category", "scenario_id", "step", "num_steps", "lang")
+    judge = "gt"
+    correct_key = "tool_correct"
+    group_column = "category"
+    eval_keys = ("average_score", "tool_accuracy", "reasoning_score")
+    options: FundAssistantOptions
+
+    def rows(self) -> tuple[list[dict], list[dict]]:
+        if self.cfg.train_file:
+            held = self.load_rows(self.cfg.eval_file) if self.cfg.eval_file else []
+            return self.load_rows(self.cfg.train_file), held
+        o = self.options
+        return generate(seed=self.cfg.seed, n_single=o.n_single, n_multistep_samples=o.n_multistep_samples,
+                        eval_fraction=o.eval_fraction)
+
+    def load_rows(self, path: str) -> list[dict]:
+        return load_jsonl(path)
+
+    def render_prompt(self, tokenizer: Any, row: dict) -> str:
+        return render_prompt(tokenizer, row["prompt"], self.options.system_prompt)
+
+    def evaluate(self, rows: Sequence[dict], texts: Sequence[str]) -> dict:
+        """Average ground-truth score, tool accuracy, reasoning score (GT's reasoning part as a fraction
+        of its maximum) and tool accuracy per category."""
+        columns = {k: [r.get(k) for r in rows] for k in ("solution", "category", "request")}
+        parts = MultistepGTReward().breakdown([r["prompt"] for r in rows], list(texts), **columns)
+        by_cat: dict[str, list[float]] = defaultdict(list)
+        for row, b in zip(rows, parts):
+            by_cat[row["category"]].append(b[self.correct_key])
+        return {
+            "average_score": fmean(b["total"] for b in parts) if parts else 0.0,
+            "tool_accuracy": fmean(b[self.correct_key] for b in parts) if parts else 0.0,
+            "reasoning_score": fmean(b["reasoning"] / GT_REASONING_MAX for b in parts) if parts else 0.0,
+            "per_category": {k: fmean(v) for k, v in sorted(by_cat.items())},
+            "n": len(rows),
+        }
+
+    def warmup_rows(self, rows: Sequence[dict]) -> list[dict]:
+        o = self.options
+        if o.compact_labels:
+            return compact_rows(list(rows), seed_label_bug=o.seed_label_bug)
+        return apply_seed_label_bug(list(rows)) if o.seed_label_bug else [dict(r) for r in rows]
+
+    def corpus(self) -> list[str]:
+        """Prompts and labels of the default data set (true and bugged labels), each under every system
+        prompt's chat roles, so BPE merges them into a few tokens instead of spelling them out."""
+        train, held_out = generate(seed=self.cfg.seed)
+        texts = []
+        for r in train + held_out + apply_seed_label_bug(train):
+            for system in SYSTEM_PROMPTS.values():
+                texts.append(f"system\n{system}")
+            texts.append(f"user\n{r['prompt']}")
+            texts.append(f"assistant\n{r['solution']}")
+        return texts
+
+    def vocabulary(self) -> list[str]:
+        """Each tool name is one token: choosing a tool becomes one decision instead of a spelling
+        exercise (the tiny model otherwise stitches pieces into names like check_market_history)."""
+        return list(TOOL_NAMES)
+

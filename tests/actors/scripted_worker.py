@@ -1,0 +1,65 @@
+"""A FAKE rollout worker for the coordinator's unit tests: it answers from a script, not from a model.
+
+vLLM runs here, but a test that must drive the NGRPO switch on and off, or make one kind of request
+always wrong, needs to choose the answers; a sampled policy cannot be told to. Everything else in those
+tests is real (learner, reward actors, the coordinator). The worker keeps the RolloutWorker interface:
+token ids of the scripted text from the real tokenizer, zero logprobs, versions and fingerprints of the
+pushed LoRA weights.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from actors.offsets import token_char_offsets
+from contracts import lora as lora_io
+from contracts.types import Completion, LoraUpdate, Rollout, Served
+
+# script(row, n, stage) -> n completion texts; stage is the RL step (1-based), "eval" or "difficulty".
+Script = Callable[[dict, int, object], list[str]]
+
+
+def scripted_worker(rows: list[dict], script: Script, train_seed: int = 0) -> type:
+    """A RolloutWorker-shaped class answering with `script` for the rows whose user prompt it sees."""
+    by_prompt = {r["prompt"]: r for r in rows}
+
+    class ScriptedWorker:
+        def __init__(self, base_model_dir, tokenizer_dir, cfg, lora_cfg, dtype="float32", worker_index=0, seed=0):
+            from transformers import AutoTokenizer
+
+            self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+            self.cfg, self.worker_index = cfg, worker_index
+            self.version, self.fingerprint = 0, "base"
+            self.calls: list[object] = []
+
+        def ready(self) -> int:
+            return self.worker_index
+
+        def generate(self, prompts, n=None, temperature=None, max_tokens=None, seed=None, offsets=False) -> Rollout:
+            n = n or self.cfg.n
+            # RL steps pass seed = train_seed * 100_003 + step; the eval seed 0 with n=1; the filter none.
+            stage = "difficulty" if seed is None else "eval" if n == 1 else seed - train_seed * 100_003
+            self.calls.append(stage)
+            groups, prompt_ids = [], []
+            for p in prompts:
+                user = p.split("<|im_start|>user\n", 1)[1].split("<|im_end|>", 1)[0]
+                prompt_ids.append(self.tokenizer(p, add_special_tokens=False)["input_ids"])
+                groups.append([self._completion(t, offsets) for t in script(by_prompt[user], n, stage)])
+            return Rollout(prompt_ids, groups, self.version, self.worker_index, self.fingerprint)
+
+        def _completion(self, text: str, offsets: bool) -> Completion:
+            ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+            finish = "stop"
+            if len(ids) > self.cfg.max_tokens:
+                ids, finish = ids[: self.cfg.max_tokens], "length"
+            text = self.tokenizer.decode(ids, skip_special_tokens=True)
+            spans = token_char_offsets(self.tokenizer, ids) if offsets else None
+            return Completion(ids, [0.0] * len(ids), text, finish, self.version, spans)
+
+        def load_adapter(self, update: LoraUpdate) -> Served:
+            got = lora_io.fingerprint(update.weights)
+            assert got == update.fingerprint
+            self.version, self.fingerprint = update.version, got
+            return Served(self.worker_index, update.version, got, sum(v.numel() * 4 for v in update.weights.values()))
+
+    return ScriptedWorker

@@ -1,0 +1,198 @@
+"""The coordinator's loop with in-process roles (no Ray, no vLLM): each feature asserted by its effect.
+
+Real learner (DeepSpeed ZeRO-2 over PEFT, in this process), real reward actors, the real task; only
+the rollout worker is scripted (tests/actors/scripted_worker.py), so that a test can choose the answers
+that drive the dynamic NGRPO switch on and off, make one kind of request always wrong, or make the
+difficulty filter drop a category.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from actors.coordinator import Coordinator
+from cluster.backend import LocalBackend
+from configs.loader import load_config
+from learner.learner import Learner
+from observe.schema import METRICS, lookup
+from tests.actors.scripted_worker import scripted_worker
+
+pytestmark = pytest.mark.deepspeed
+
+SMALL = [
+    "task.options.n_single=40", "task.options.n_multistep_samples=20", "rollout.n=4", "rollout.max_tokens=96",
+    "train.prompts_per_step=4", "train.eval_limit=4", "learner.lr=0.02", "learner.micro_batch_size=16",
+    "train.warmup.enabled=false", "train.progress=false",
+]
+
+
+class RecordingLearner(Learner):
+    """The real learner, keeping the batches it was given (to look at their token weights)."""
+
+    batches: list = []
+
+    def train_step(self, batch):
+        RecordingLearner.batches.append(batch)
+        return super().train_step(batch)
+
+
+def _answers(row: dict) -> dict[str, str]:
+    sol = json.loads(row["solution"])
+    tool = sol["action"]["tool"]
+    wrong = "check_market_status" if tool != "check_market_status" else "check_balance"
+    return {
+        "right": row["solution"],
+        "wrong": json.dumps({**sol, "action": {"tool": wrong, "params": {}}}, ensure_ascii=False),
+        "no_thought": json.dumps({**sol, "thought": ""}, ensure_ascii=False),
+        "junk": "not json",
+    }
+
+
+def _run(tmp_path, overrides: list[str], script, steps: int, learner=Learner) -> tuple[Coordinator, list[dict]]:
+    cfg = load_config("tiny-cpu", [*SMALL, f"train.steps={steps}", *overrides])
+    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend())
+    train, held = coord.task.rows()  # the scripted worker answers for these rows
+    coord.roles.update(rollout=scripted_worker(train + held, script), learner=learner)
+    try:
+        coord.setup()
+        coord.evaluate("before")
+        rows = [coord.train_step() for _ in range(steps)]
+        coord.evaluate("after")
+        coord.finish()
+    finally:
+        coord.shutdown()
+    return coord, rows
+
+
+def _script_dynamic(row: dict, n: int, stage) -> list[str]:
+    """Steps 1-3: every group all the same imperfect answer (zero spread); then spread. Multistep rows
+    are never right."""
+    a = _answers(row)
+    hard = row["category"] == "multistep"
+    if stage == "eval":
+        return [a["right"]]
+    if stage <= 3:
+        return [a["wrong" if hard else "no_thought"]] * n
+    pair = ("wrong", "junk") if hard else ("right", "wrong")
+    return [a[pair[i % 2]] for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def dynamic(tmp_path_factory):
+    RecordingLearner.batches = []
+    overrides = [
+        "algorithm.ngrpo.mode=dynamic", "algorithm.ngrpo.window=2", "algorithm.ngrpo.on_above=0.3",
+        "algorithm.ngrpo.off_below=0.2", "algorithm.loss.dart=true", "algorithm.loss.kl_coef=0.05",
+        "train.checkpoint_every=3", "train.sampling=adaptive", "train.adaptive_by=kind",
+        "train.warmup.enabled=true", "train.warmup.steps=3", "train.warmup.batch_size=4",
+    ]
+    tmp = tmp_path_factory.mktemp("dynamic")
+    coord, rows = _run(tmp, overrides, _script_dynamic, 6, learner=RecordingLearner)
+    return coord, rows, list(RecordingLearner.batches)
+
+
+def test_the_switch_goes_on_and_off_and_ngrpo_acts_on_zero_spread_groups(dynamic):
+    coord, rows, _ = dynamic
+    assert [r["ngrpo_active"] for r in rows] == [True, True, True, True, False, False]
+    assert [(e.step, e.active) for e in coord.switch.events] == [(1, True), (5, False)]
+    logged = [json.loads(x) for x in (coord.run.dir / "events.jsonl").read_text().splitlines()]
+    assert [(e["step"], e["active"]) for e in logged if e["event"] == "ngrpo_switch"] == [(1, True), (5, False)]
+    for r in rows[:3]:  # every group zero-std and imperfect: only NGRPO's virtual sample gives signal
+        assert r["frac_reward_zero_std"] == 1.0 and r["frac_zero_std_other"] == 1.0
+        assert r["advantage_abs_mean"] > 0 and r["learned_sequences"] == 16.0
+    assert all(r["frac_reward_zero_std"] == 0.0 for r in rows[3:])
+
+
+def test_dart_weights_follow_the_thought_and_action_spans(dynamic):
+    coord, _, batches = dynamic
+    assert len(batches) == 6 and all(b.token_weights is not None for b in batches)
+    seen = set()
+    for batch in (batches[0], batches[3]):
+        for ids, w in zip(batch.completion_ids, batch.token_weights):
+            assert len(w) == len(ids)
+            text = coord.tokenizer.decode(ids, skip_special_tokens=True)
+            if text == "not json":
+                assert set(w) == {1.0}
+                continue
+            thought = json.loads(text)["thought"]
+            assert (0.3 in w) == bool(thought) and 0.7 in w  # thought tokens 0.3, action tokens 0.7
+            seen.add(bool(thought))
+    assert seen == {True, False}  # both an empty and a written thought were looked at
+
+
+def test_checkpoints_every_k_steps_hold_the_adapter_and_the_state(dynamic):
+    coord, _, _ = dynamic
+    for step in (3, 6):
+        ckpt = coord.run.dir / "checkpoints" / f"step_{step:05d}"
+        assert (ckpt / "adapter_model.safetensors").exists()
+        state = json.loads((ckpt / "coordinator_state.json").read_text())
+        assert state["step"] == step and state["policy_version"] == step
+    assert not (coord.run.dir / "checkpoints" / "step_00002").exists()
+
+
+def test_adaptive_sampling_weighs_the_kinds_that_stay_wrong(dynamic):
+    coord, rows, _ = dynamic
+    weights = {k.split("/", 1)[1]: v for k, v in rows[-1].items() if k.startswith("sampling_weight/")}
+    kinds = {r["kind"]: r["category"] for r in coord.train_rows}
+    assert set(weights) == set(kinds)
+    start = coord.cfg.train.adaptive_floor + 0.5  # a kind never drawn keeps its initial weight
+    hard = [w for k, w in weights.items() if kinds[k] == "multistep" and w != start]
+    easy = [w for k, w in weights.items() if kinds[k] != "multistep" and w != start]
+    assert hard and easy and min(hard) > max(easy)
+
+
+def test_the_warm_up_model_is_what_the_roles_start_from(dynamic):
+    coord, _, _ = dynamic
+    assert coord.info["warmup_steps"] == 3
+    assert coord.base_model_dir == str(coord.run.dir / "warmup_model")
+    assert (coord.run.dir / "warmup_model" / "model.safetensors").exists()
+
+
+def test_rows_follow_the_schema_and_evals_are_written(dynamic):
+    coord, rows, _ = dynamic
+    for r in rows:
+        for key in r:
+            lookup(key)  # raises for a key the schema does not declare
+        assert r["kl_ref"] >= 0 and r["ratio_mean"] == 1.0  # one update per batch: on-policy
+    ev = json.loads((coord.run.dir / "eval.json").read_text())
+    assert ev["before"]["tool_accuracy"] == 1.0 and ev["after"]["policy_version"] == 6
+
+
+def _script_filter(row: dict, n: int, stage) -> list[str]:
+    """The filter sees balance always right and transfer always wrong; RL steps see spread."""
+    a = _answers(row)
+    if stage == "eval":
+        return [a["right"]]
+    if stage == "difficulty" and row["category"] in ("balance", "transfer"):
+        return [a["right" if row["category"] == "balance" else "wrong"]] * n
+    return [a[("right", "wrong")[i % 2]] for i in range(n)]
+
+
+@pytest.fixture(scope="module")
+def filtered(tmp_path_factory):
+    overrides = ["algorithm.difficulty.enabled=true", "algorithm.difficulty.num_samples=4",
+                 "learner.updates_per_batch=2", "algorithm.ngrpo.mode=off"]
+    return _run(tmp_path_factory.mktemp("filtered"), overrides, _script_filter, 3)
+
+
+def test_the_difficulty_filter_drops_all_right_and_all_wrong_prompts(filtered):
+    coord, _ = filtered
+    cats = {r["category"] for r in coord.train_rows}
+    assert "balance" not in cats and "transfer" not in cats and len(cats) >= 5
+    assert coord.info["difficulty_kept"] == len(coord.train_rows) < coord.info["difficulty_from"]
+
+
+def test_a_second_pass_over_the_batch_is_off_policy(filtered):
+    _, rows = filtered
+    # Pass 1 starts from the sampling weights (ratio 1); pass 2 from the moved ones.
+    assert all(abs(r["ratio_mean"] - 1.0) > 1e-6 for r in rows)
+    assert all(not r["ngrpo_active"] for r in rows)
+
+
+def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered):
+    emitted = {k for r in dynamic[1] + filtered[1] for k in r}
+    declared = {m.key for m in METRICS}
+    unused = {k for k in declared if not any(lookup(e).key == k for e in emitted)}
+    assert not unused, f"the schema declares keys no run emits: {sorted(unused)}"
