@@ -37,9 +37,9 @@ def main(argv: list[str] | None = None) -> int:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from observe.tables import format_eval_tables
     from actors.coordinator import Coordinator
     from cluster.runtime import connect, role_env, run_root
+    from observe.tables import format_eval_tables
 
     name = cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S") + f"-{Path(str(args.config)).stem}"
     run_dir = (run_root(cfg.train.run_dir) / name).resolve()

@@ -20,10 +20,10 @@ from pathlib import Path
 import torch
 
 from actors.offsets import token_char_offsets
-from contracts.types import Completion, LoraUpdate, Rollout, Served
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io
+from contracts.types import Completion, LoraUpdate, Rollout, Served
 
 log = logging.getLogger(__name__)
 
@@ -80,11 +80,8 @@ class RolloutWorker:
             kwargs.update(enforce_eager=True, kv_cache_memory_bytes=cfg.kv_cache_memory_bytes)
         if cfg.serve_mode == "adapter":
             kwargs.update(enable_lora=True, max_lora_rank=_lora_rank_slot(lora_cfg.r), max_loras=2)
+        _quiet_vllm(str(tokenizer_dir))
         self.llm = LLM(**kwargs)
-        # Merged serving reloads only the LoRA-touched tensors; vLLM then warns once per untouched
-        # layer ("RMSNorm: Failed to load weights") and keeps its weights, which is what we want. The
-        # push is verified by fingerprint and logprob gap instead; keep the log readable.
-        logging.getLogger("vllm.model_executor.model_loader.reload.layerwise").setLevel(logging.ERROR)
         # The in-process engine drops torch's threads (docs/platform.md#threads-and-pinning).
         torch.set_num_threads(threads)
         self.tokenizer = self.llm.get_tokenizer()
@@ -198,6 +195,39 @@ class RolloutWorker:
 
     def ready(self) -> int:
         return self.worker_index
+
+
+class _DropMessages(logging.Filter):
+    """Drops the records whose message contains `text` (a filter outlives vLLM's logging set-up, which
+    resets the levels of its loggers when an engine starts)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.text not in record.getMessage()
+
+
+def _drop(logger: str, text: str) -> None:
+    log_ = logging.getLogger(logger)
+    if not any(isinstance(f, _DropMessages) and f.text == text for f in log_.filters):
+        log_.addFilter(_DropMessages(text))
+
+
+def _quiet_vllm(tokenizer_dir: str) -> None:
+    """Silence vLLM messages that are not problems here, so a run's log stays readable.
+
+    - Merged serving reloads only the LoRA-touched tensors; at every push vLLM warns, per untouched
+      layer and in a summary, that the others were not loaded, and keeps them, which is what we want
+      (the push is verified by fingerprint and logprob gap instead).
+    - The tokenizer folder has no config.json on purpose (docs/platform.md#tokenizer-trap); vLLM tries
+      to read one and logs two ERROR lines at every engine start.
+    """
+    reload = "vllm.model_executor.model_loader.reload"
+    _drop(f"{reload}.inplace", "Following weights were not loaded from checkpoint")
+    _drop(f"{reload}.layerwise", "Failed to load weights")
+    _drop("vllm.transformers_utils.repo_utils", f"Error parsing config for {tokenizer_dir}")
 
 
 def _lora_rank_slot(r: int) -> int:

@@ -30,6 +30,8 @@ def role_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
         "NGRPO_CACHE": str(cache),
         "RAY_DEDUP_LOGS": "1",
+        # vLLM logs every weight reload and cache reset at INFO; set INFO in cluster.env_vars to see them.
+        "VLLM_LOGGING_LEVEL": "WARNING",
         **(extra or {}),
     }
 

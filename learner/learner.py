@@ -16,17 +16,17 @@ import logging
 import os
 import socket
 from contextlib import nullcontext
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 
-from contracts.types import LoraUpdate, TrainBatch
+from algo.losses import policy_loss
+from algo.schedule import lr_factor
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
 from contracts import lora as lora_io
-from algo.losses import policy_loss
-from algo.schedule import lr_factor
+from contracts.types import LoraUpdate, TrainBatch
 from learner.sequences import completion_logits, entropy, pack, token_logprobs
 
 log = logging.getLogger(__name__)
@@ -188,24 +188,19 @@ class Learner:
         """
         assert self.engine is not None, "call setup() first"
         lc = self.algo.loss
-        n_seq = len(batch.completion_ids)
-        total_tokens = max(1, sum(len(c) for c in batch.completion_ids))
         # Dr.GRPO divides by a constant: the configured one, else the longest completion of the batch.
-        max_tokens = lc.max_tokens or max(1, max(len(c) for c in batch.completion_ids))
+        norm = _Norm(
+            sequences=len(batch.completion_ids),
+            tokens=max(1, sum(len(c) for c in batch.completion_ids)),
+            max_tokens=lc.max_tokens or max(1, max(len(c) for c in batch.completion_ids)),
+        )
         micro = self.plan_micro_batches(batch)
         on_policy = self.cfg.updates_per_batch == 1
         self.engine.train()
+        old, ref = self._fixed_logprobs(batch, micro, on_policy)
 
-        old, ref, gaps = {}, {}, []
-        for rows in micro:
-            if rows and not on_policy:
-                old[tuple(rows)] = self._logprobs(batch, rows)
-            if rows and lc.kl_coef > 0:
-                ref[tuple(rows)] = self._logprobs(batch, rows, disable_adapter=True)
-
-        keys = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref")
-        sums = dict.fromkeys(keys, 0.0)
-        count, loss_total = 0, 0.0
+        sums = dict.fromkeys(_SUMMED, 0.0)
+        count, loss_total, gaps = 0, 0.0, []
         for update in range(self.cfg.updates_per_batch):
             for rows in micro:
                 if not rows:
@@ -214,34 +209,12 @@ class Learner:
                     _, logits = self._forward(batch, [0])
                     self.engine.backward(logits.sum() * 0.0, scale_wrt_gas=False)
                     continue
-                packed, logits = self._forward(batch, rows)
-                logp = token_logprobs(logits, packed.completion_ids)  # (b, T)
-                old_lp = old[tuple(rows)] if not on_policy else logp.detach()
+                loss, m, old_lp = self._micro_step(batch, rows, old.get(tuple(rows)), ref.get(tuple(rows)), norm)
                 if update == 0:  # the learner/rollout gap checks that the workers served these weights
                     gaps += _logprob_gaps(old_lp, batch, rows)
-                weights = None
-                if batch.token_weights is not None:
-                    weights = _pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
-                adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
-                loss, m = policy_loss(
-                    logp, old_lp, adv, packed.completion_mask,
-                    eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
-                    ref_logprobs=ref.get(tuple(rows)), kl_coef=lc.kl_coef, token_weights=weights,
-                    max_tokens=max_tokens,
-                )
-                # Each micro-batch's mean is reweighted to its share of the GLOBAL batch, and multiplied
-                # by world_size because data-parallel reduction averages gradients over ranks.
-                if lc.agg == "token_mean":
-                    share = packed.completion_mask.sum().item() / total_tokens
-                else:
-                    share = len(rows) / n_seq
-                self.engine.backward(loss * share * self.world_size, scale_wrt_gas=False)
-                loss_total += loss.item() * share
-                with torch.no_grad():
-                    mask = packed.completion_mask
-                    ent = (entropy(logits) * mask).sum() / mask.sum().clamp(min=1)
-                for k in keys:
-                    sums[k] += ent.item() if k == "entropy" else float(m.get(k, 0.0))
+                loss_total += loss
+                for k in _SUMMED:
+                    sums[k] += float(m.get(k, 0.0))
                 count += 1
             lr = self.scheduler.get_last_lr()[0]
             self.engine.step()
@@ -261,6 +234,46 @@ class Learner:
             learned_sequences=float(sum(len(r) for r in micro)),
         )
         return metrics
+
+    def _fixed_logprobs(self, batch: TrainBatch, micro: list[list[int]], on_policy: bool) -> tuple[dict, dict]:
+        """Per micro-batch: the old logprobs (only when several passes make them differ from the current
+        ones) and the reference's (adapter disabled; only with a KL term), both before any update."""
+        old, ref = {}, {}
+        for rows in micro:
+            if rows and not on_policy:
+                old[tuple(rows)] = self._logprobs(batch, rows)
+            if rows and self.algo.loss.kl_coef > 0:
+                ref[tuple(rows)] = self._logprobs(batch, rows, disable_adapter=True)
+        return old, ref
+
+    def _micro_step(self, batch: TrainBatch, rows: list[int], old: torch.Tensor | None, ref: torch.Tensor | None,
+                    norm: _Norm) -> tuple[float, dict[str, float], torch.Tensor]:
+        """Forward, loss and backward of one micro-batch. Returns (its share of the batch loss, its loss
+        metrics with the entropy, the old logprobs it used)."""
+        lc = self.algo.loss
+        packed, logits = self._forward(batch, rows)
+        logp = token_logprobs(logits, packed.completion_ids)  # (b, T)
+        old_lp = old if old is not None else logp.detach()  # on-policy: the ratio is exactly 1
+        weights = None
+        if batch.token_weights is not None:
+            weights = _pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
+        adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
+        loss, m = policy_loss(
+            logp, old_lp, adv, packed.completion_mask,
+            eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
+            ref_logprobs=ref, kl_coef=lc.kl_coef, token_weights=weights, max_tokens=norm.max_tokens,
+        )
+        # Each micro-batch's mean is reweighted to its share of the GLOBAL batch, and multiplied by
+        # world_size because data-parallel reduction averages gradients over ranks.
+        if lc.agg == "token_mean":
+            share = packed.completion_mask.sum().item() / norm.tokens
+        else:
+            share = len(rows) / norm.sequences
+        self.engine.backward(loss * share * self.world_size, scale_wrt_gas=False)
+        with torch.no_grad():
+            mask = packed.completion_mask
+            m["entropy"] = ((entropy(logits) * mask).sum() / mask.sum().clamp(min=1)).item()
+        return loss.item() * share, m, old_lp
 
     # ---- export -----------------------------------------------------------------------------------
     def export_lora(self) -> LoraUpdate | None:
@@ -295,6 +308,19 @@ class Learner:
 
     def ready(self) -> int:
         return self.rank
+
+
+# Per-micro-batch metrics averaged over the step (kl_ref only with a KL term).
+_SUMMED = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref")
+
+
+@dataclass(frozen=True)
+class _Norm:
+    """What a micro-batch's loss is normalised against: the whole batch's sequences and tokens."""
+
+    sequences: int
+    tokens: int
+    max_tokens: int  # Dr.GRPO's constant
 
 
 def _logprob_gaps(lp: torch.Tensor, batch: TrainBatch, rows: list[int]) -> list[torch.Tensor]:

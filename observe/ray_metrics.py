@@ -22,7 +22,6 @@ from typing import Any
 from observe.schema import lookup
 from observe.series import numeric
 
-
 PREFIX = "ngrpo_"
 # Eval tables are not step rows: their per-category accuracies are one family of their own.
 EVAL_FAMILY_TAG = {"eval_tool_accuracy": "category"}

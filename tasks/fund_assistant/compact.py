@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 
-from tasks.fund_assistant.parsing import get_params, get_tool, parse_react
 from tasks.fund_assistant.generator import SEED_BUG_TOOL
+from tasks.fund_assistant.parsing import get_params, get_tool, parse_react
 
 
 def _route(rows: list[dict]) -> dict[tuple[str, int], list[str]]:

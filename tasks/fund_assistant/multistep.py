@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable
-from typing import Any
 
 from tasks.fund_assistant import scenario_templates as T
 from tasks.fund_assistant.account import (
@@ -23,6 +22,7 @@ from tasks.fund_assistant.account import (
     market_of,
     num,
 )
+from tasks.fund_assistant.balance_scenarios import balance_transfer, balance_withdraw
 from tasks.fund_assistant.scenario import (
     Run,
     Scenario,
@@ -31,103 +31,15 @@ from tasks.fund_assistant.scenario import (
     money,
     new_account,
     pick_else,
-    round100,
     with_,
     zh_en,
 )
 from tasks.fund_assistant.slots import (
     ALL_TICKERS,
-    MAKERS,
     MARKET_SYNONYMS,
-    amount_text,
     describe,
     fill,
 )
-
-
-def _balance_then(kind: str, rng: random.Random, lang: str, withdraw: bool) -> Scenario:
-    """Check the balance; if it covers the amount, transfer/withdraw it; else the stated fallback."""
-    mains, elses = (T.MS_BALANCE_WITHDRAW if withdraw else T.MS_BALANCE_TRANSFER)[lang]
-    else_text, branch = pick_else(rng, elses)
-    amt, amt_text = MAKERS["amt"](rng, lang, {})
-    amt2 = round100(amt * rng.choice([0.3, 0.5]))
-    preset = {"amt": (amt, amt_text), "amt2": (amt2, amount_text(amt2, lang, rng))}
-    req, v = fill(rng.choice(mains) + else_text, rng, lang, preset)
-    amount = v.get("small", amt)
-    acc, dst = v.get("acc"), v.get("dst")
-    enough = branch == "" or rng.random() < 0.5
-    if enough:
-        bal = math.ceil(amount * rng.uniform(1.2, 8.0) / 100.0) * 100
-    elif branch == "smaller":
-        bal = rng.randrange(amt2, amount, 50)
-    else:
-        bal = max(1, int(amount * rng.uniform(0.05, 0.95)))
-    acct = new_account(rng, lang)
-    src = acc or acct.default
-    acct.ensure(src, bal)
-    # The account named in a conditional request is the source of the later call (LABELS.md §4).
-    op_tool = "withdraw_funds" if withdraw else "transfer_funds"
-    op = (
-        with_({"amount": amount}, account=acc)
-        if withdraw
-        else with_({"amount": amount}, from_account=acc, to_account=dst)
-    )
-    fallback: tuple[str, dict[str, Any]] | None = {
-        "history": ("get_transaction_history", with_({}, account=acc)),
-        "smaller": ("transfer_funds", with_({"amount": amt2}, from_account=acc, to_account=dst)),
-        "all": ("withdraw_funds", with_({"amount": bal}, account=acc)),
-    }.get(branch)
-    check = with_({}, account=acc)
-    run = Run(kind, lang, req, acct)
-    then, other = describe(op_tool, op, lang), describe(*fallback, lang) if fallback else None
-    if branch == "all":
-        other = zh_en(lang, "提现全部余额", "withdraw the whole balance")
-    cond = zh_en(lang, f"余额够 {num(amount, lang)}", f"the balance covers {num(amount, lang)}")
-    run.step(
-        "check_balance",
-        check,
-        zh_en(
-            lang,
-            "用户的操作以余额为条件，所以先查余额，然后再决定下一步。",
-            "The request depends on the balance, so I first check the balance before acting.",
-        ),
-        [describe("check_balance", check, lang), cond_plan(lang, cond, then, other)],
-    )
-    b, a = num(bal, lang), num(amount, lang)
-    if enough:
-        run.step(
-            op_tool,
-            op,
-            zh_en(
-                lang,
-                f"上一步查到余额 {b}，足够 {a}，所以现在执行：{then}。",
-                f"The balance is {b}, which covers {a}, therefore I now {then}.",
-            ),
-            [then],
-        )
-    else:
-        tool, params = fallback  # type: ignore[misc]
-        d = describe(tool, params, lang)
-        run.step(
-            tool,
-            params,
-            zh_en(
-                lang,
-                f"余额只有 {b}，不够 {a}；因为用户说不够就{other}，所以现在执行：{d}。",
-                f"The balance is only {b}, less than {a}; because the user said otherwise to "
-                f"{other}, I now {d}.",
-            ),
-            [d],
-        )
-    return run.sc
-
-
-def balance_transfer(rng: random.Random, lang: str, length: int | None = None) -> Scenario:
-    return _balance_then("balance_transfer", rng, lang, withdraw=False)
-
-
-def balance_withdraw(rng: random.Random, lang: str, length: int | None = None) -> Scenario:
-    return _balance_then("balance_withdraw", rng, lang, withdraw=True)
 
 
 def market_order(rng: random.Random, lang: str, length: int | None = None) -> Scenario:

@@ -23,8 +23,6 @@ import logging
 import re
 from typing import Any
 
-from tasks.fund_assistant.tools import TOOL_NAMES, params_agree, params_valid
-
 from tasks.fund_assistant.parsing import (
     completion_text,
     get_action,
@@ -35,6 +33,7 @@ from tasks.fund_assistant.parsing import (
     has_thought,
     parse_react,
 )
+from tasks.fund_assistant.tools import TOOL_NAMES, params_agree, params_valid
 
 logger = logging.getLogger(__name__)
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from actors.rollout_worker import PushError, RolloutWorker
-from contracts.types import LoraUpdate
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io
+from contracts.types import LoraUpdate
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray]
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from contracts.types import TrainBatch
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import LoraConfig, ModelConfig
+from contracts.types import TrainBatch
 from learner.learner import Learner, free_port
 
 pytestmark = pytest.mark.deepspeed

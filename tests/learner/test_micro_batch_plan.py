@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from contracts.types import TrainBatch
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
+from contracts.types import TrainBatch
 from learner.learner import Learner
 
 

@@ -6,8 +6,8 @@ import pytest
 
 import rewards.registry as registry
 from rewards import RewardNotFoundError, combine, get_reward, register_reward
-from tasks.fund_assistant.rewards import MultistepGTReward, gt_reward, rule_reward
 from rewards.examples import BrevityReward, keyword_reward
+from tasks.fund_assistant.rewards import MultistepGTReward, gt_reward, rule_reward
 
 GOOD = json.dumps(
     {"thought": "因为要查余额", "action": {"tool": "check_balance", "params": {}}, "plan": ["check"]},

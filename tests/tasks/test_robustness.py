@@ -7,8 +7,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tasks.fund_assistant.parsing import parse_react
-from tasks.fund_assistant.rewards import MultistepGTReward, gt_reward, rule_reward, rule_reward_breakdown
-from tasks.fund_assistant.rewards import GT_COMPONENTS, RULE_COMPONENTS
+from tasks.fund_assistant.rewards import (
+    GT_COMPONENTS,
+    RULE_COMPONENTS,
+    MultistepGTReward,
+    gt_reward,
+    rule_reward,
+    rule_reward_breakdown,
+)
 from tasks.fund_assistant.tools import TOOL_NAMES
 
 LABEL = json.dumps({"thought": "t", "action": {"tool": "check_balance", "params": {}}, "plan": ["a"]})
