@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     from cluster.runtime import apply_role_env
 
     apply_role_env()
-    from actors.generation import evaluate
+    from actors.generation import evaluate, generate
     from actors.rollout_worker import RolloutWorker
     from cluster.actor_group import ActorGroup
     from cluster.backend import LocalBackend
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     worker = workers.actors[0]
     if args.adapter:
         worker.load_adapter(load_peft_adapter(args.adapter, version=1))
-    table = evaluate(task, workers, worker.tokenizer, rows, temperature=0.0)
+    table = evaluate(task, lambda prompts, **s: generate(workers, prompts, **s), worker.tokenizer, rows, 0.0)
     label = "adapter" if args.adapter else "base"
     print(format_eval_tables({label: table}, task.eval_keys))
     print(f"\n{len(rows)} held-out rows; model {base}" + (f" + adapter {args.adapter}" if args.adapter else ""))

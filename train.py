@@ -1,14 +1,18 @@
-"""The Ray job: load config → connect/start Ray → build the Coordinator → run the step loop.
+"""The Ray job: load config → check input → connect/start Ray → build the Coordinator → run the step loop.
 
     python train.py                                  # local Ray, tiny CPU preset
     python train.py --config configs/X.yaml --set train.steps=50
     ray job submit --working-dir . -- python train.py --config configs/X.yaml
+
+Exit status: 0 done; 2 the input was refused before anything started; 1 the run stopped (the message
+says why and where it can resume); 128 + N after signal N (SIGTERM: 143, SIGINT: 130).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,63 +27,155 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+class Interrupted(Exception):
+    """A stop signal reached the driver."""
+
+
+class StopSignals:
+    """SIGTERM / SIGINT set a flag the driver checks while it waits (`ray job stop` sends SIGTERM, then
+    SIGKILL about 3 s later); a second SIGINT interrupts at once."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        for s in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(s, self._handle)
+
+    def _handle(self, signum, frame) -> None:
+        if self.signum == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.signum = signum
+
+    def wait(self, ray, ref):
+        """ray.get(ref), but give up when a stop signal has arrived (also between two calls)."""
+        while self.signum is None:
+            ready, _ = ray.wait([ref], timeout=0.5)
+            if ready and self.signum is None:
+                return ray.get(ref)
+        raise Interrupted(signal.Signals(self.signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s: %(message)s")
+    from actors.preflight import PreflightError, preflight, start_over
+    from cluster.runtime import run_root
     from configs.loader import ConfigError, load_config
 
     try:
         cfg = load_config(args.config, args.overrides)
+        name = cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S") + f"-{Path(str(args.config)).stem}"
+        plan = preflight(cfg, (run_root(cfg.train.run_dir) / name).resolve())
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except PreflightError as e:
+        print("\n".join(f"error: {line}" for line in e.lines), file=sys.stderr)
+        return 2
+    if plan.resume is None and (plan.run_dir / "config.json").exists():
+        gone = start_over(plan.run_dir)
+        print(f"run {plan.run_dir.name} has no complete checkpoint: starting it over (removed {', '.join(gone)})")
+    resume_hint = f"python train.py --config {args.config} --set train.run_name={plan.run_dir.name}"
+    return _run(cfg, plan, resume_hint)
 
+
+def _run(cfg, plan, resume_hint: str) -> int:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from actors.checkpoints import CheckpointStore
     from actors.coordinator import Coordinator
-    from cluster.runtime import connect, role_env, run_root
-    from observe.tables import format_eval_tables
+    from actors.errors import RunStopped
+    from actors.preflight import resource_problems
+    from cluster.runtime import connect, role_env
 
-    name = cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S") + f"-{Path(str(args.config)).stem}"
-    run_dir = (run_root(cfg.train.run_dir) / name).resolve()
     where = connect(cfg.cluster)
-    print(f"ngrpo-ray: Ray {where['mode']}; run directory {run_dir}", flush=True)
+    problems = resource_problems(cfg, ray.cluster_resources())
+    if problems:
+        print("\n".join(f"error: {line}" for line in problems), file=sys.stderr)
+        ray.shutdown()
+        return 2
+    run_dir = plan.run_dir
+    print(f"ngrpo-ray: Ray {where['mode']}; run directory {run_dir}"
+          + (f"; resuming from {plan.resume}" if plan.resume else ""), flush=True)
+    stop = StopSignals()
     # The coordinator writes the run directory: keep it on this (the driver's) node.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
     coord = ray.remote(Coordinator).options(
         num_cpus=0, scheduling_strategy=here, runtime_env={"env_vars": role_env(cfg.cluster.env_vars)},
-        name=f"{name}/coordinator",
+        name=f"{run_dir.name}/coordinator",
     ).remote(cfg, str(run_dir))
+    status, summary = 0, None
     try:
-        info = ray.get(coord.setup.remote())
-        print("placement: " + ", ".join(f"{len(ids)} {role} on {len(set(ids))} node(s)"
-                                        for role, ids in info["placement"].items()), flush=True)
-        if info.get("warmup_steps"):
-            print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
-                  f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
-        if cfg.train.eval_before:
-            before = ray.get(coord.evaluate.remote("before"))
-            print(f"eval before RL: tool accuracy {before['tool_accuracy']:.3f}, "
-                  f"average score {before['average_score']:.3f}", flush=True)
-        _loop(ray, coord, cfg)
-        if cfg.train.eval_after:
-            ray.get(coord.evaluate.remote("after"))
-        summary = ray.get(coord.finish.remote())
+        summary = _drive(ray, coord, cfg, plan, stop)
+    except Interrupted as e:
+        status = 128 + stop.signum
+        newest = CheckpointStore(run_dir).latest()
+        print(f"\nstopped by {e}; the newest complete checkpoint is {newest or 'none'}.\n"
+              f"resume with: {resume_hint}", file=sys.stderr, flush=True)
+    except RunStopped as e:
+        status = 1
+        why = getattr(e, "cause", None) or e  # the coordinator's own error, not Ray's wrapper and traceback
+        print(f"\nerror: {why}\nresume with: {resume_hint}", file=sys.stderr, flush=True)
     finally:
-        try:
-            ray.get(coord.shutdown.remote(), timeout=60)
+        try:  # a stopped run does not wait for the step in flight: its roles go with the coordinator
+            ray.get(coord.shutdown.remote(), timeout=60) if status == 0 else ray.kill(coord)
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
-        report = _report(run_dir)  # also for a run that died half-way: its plots show where
+        report = _report(run_dir)  # also for a run that stopped half-way: its plots show where
+    if summary is not None:
+        _print_summary(summary, report)
+    return status
+
+
+def _drive(ray, coord, cfg, plan, stop: StopSignals) -> dict:
+    """Set-up, eval before, the RL steps, eval after, finish; every wait gives way to a stop signal."""
+    info = stop.wait(ray, coord.setup.remote(str(plan.resume) if plan.resume else None))
+    print("placement: " + ", ".join(f"{len(v)} {role} on {len({x['node'] for x in v})} node(s)"
+                                    for role, v in info["placement"].items()), flush=True)
+    if info.get("warmup_steps"):
+        print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
+              f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
+    if cfg.train.eval_before and not plan.resume:
+        before = stop.wait(ray, coord.evaluate.remote("before"))
+        print(f"eval before RL: tool accuracy {before['tool_accuracy']:.3f}, "
+              f"average score {before['average_score']:.3f}", flush=True)
+    _loop(ray, coord, cfg, info["step"], stop)
+    if cfg.train.eval_after:
+        stop.wait(ray, coord.evaluate.remote("after"))
+    return stop.wait(ray, coord.finish.remote())
+
+
+def _loop(ray, coord, cfg, start: int, stop: StopSignals) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=cfg.train.steps, initial=start, desc="RL", disable=not cfg.train.progress, dynamic_ncols=True)
+    step = start
+    while step < cfg.train.steps:
+        row = stop.wait(ray, coord.train_step.remote())
+        if row is None:  # the learner group was rebuilt and the run went back to its newest checkpoint
+            step = stop.wait(ray, coord.get_step.remote())
+            bar.n = step
+            bar.refresh()
+            continue
+        step = row["step"]
+        bar.set_postfix(
+            reward=f"{row['reward_mean']:.3f}", zero_std=f"{row['frac_reward_zero_std']:.2f}",
+            tool=f"{row['tool_accuracy']:.2f}", ngrpo="on" if row["ngrpo_active"] else "off",
+        )
+        bar.update(step - bar.n)
+    bar.close()
+
+
+def _print_summary(summary: dict, report: Path | None) -> None:
+    from observe.tables import format_eval_tables
+
     print("\n" + format_eval_tables(summary["eval"], summary["eval_keys"]))
     events = summary["switch_events"]
     print(f"\nNGRPO switch events: {events if events else 'none'}")
-    print(f"adapter: {summary['adapter']}\nrun directory: {summary['run_dir']} "
-          f"(metrics.jsonl, eval.json, eval_table.md, events.jsonl, tensorboard/)")
+    print(f"adapter: {summary['adapter']}\ncheckpoint: {summary['checkpoint']}\nrun directory: "
+          f"{summary['run_dir']} (metrics.jsonl, eval.json, eval_table.md, events.jsonl, tensorboard/)")
     if report:
         print(f"report: {report} (plots beside it)")
-    return 0
 
 
 def _report(run_dir: Path) -> Path | None:
@@ -93,20 +189,6 @@ def _report(run_dir: Path) -> Path | None:
     except Exception as e:  # noqa: BLE001 - the run's results are already on disk
         logging.getLogger("train").warning("could not write the report for %s: %s", run_dir, e)
         return None
-
-
-def _loop(ray, coord, cfg) -> None:
-    from tqdm import tqdm
-
-    bar = tqdm(total=cfg.train.steps, desc="RL", disable=not cfg.train.progress, dynamic_ncols=True)
-    for _ in range(cfg.train.steps):
-        row = ray.get(coord.train_step.remote())
-        bar.set_postfix(
-            reward=f"{row['reward_mean']:.3f}", zero_std=f"{row['frac_reward_zero_std']:.2f}",
-            tool=f"{row['tool_accuracy']:.2f}", ngrpo="on" if row["ngrpo_active"] else "off",
-        )
-        bar.update(1)
-    bar.close()
 
 
 if __name__ == "__main__":

@@ -2,17 +2,20 @@
 
 One step: draw prompts → RolloutWorkers.generate → RewardPool.score → `algo.step.algo_step` (zero-std
 statistics, NGRPO switch, advantages, token weights) → Learner.train_step → push the LoRA weights to
-every worker (as one object reference, verified by fingerprint) → record the metrics row.
+every worker (one object reference, verified by fingerprint and probe) → record the metrics row.
 
-The roles are started through `cluster.actor_group.ActorGroup` on a backend: Ray actors in a run, or
-plain objects in this process for unit tests (`roles` swaps a role's class). `train.py` drives the
-coordinator one call at a time so the driver can show progress.
+A run checkpoints at its start and every `train.checkpoint_every` steps (`actors.checkpoints`), and can
+go back to its newest checkpoint: on resume (a new process), or when the learner group fails (it is
+rebuilt, and the coordinator rolls back its own state with it). Runs are deterministic, so the steps
+done again give the rows they gave the first time. The roles are started through `actors.roles.Roles`,
+as Ray actors in a run or in this process for unit tests (`roles` swaps a role's class).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,23 +23,25 @@ from typing import Any
 
 import torch
 
+from actors.checkpoints import CheckpointStore
 from actors.data_stream import PromptStream
-from actors.generation import Generation, evaluate, generate
-from actors.reward_pool import RewardActor, RewardPool
-from actors.rollout_worker import PushError, RolloutWorker
+from actors.generation import Generation
+from actors.reward_pool import RewardActor
+from actors.errors import PushError, RoleFailure, RunStopped
+from actors.roles import Roles
+from actors.rollout_worker import RolloutWorker
+from actors.step_data import judge_matrix, rollout_stats, train_batch
 from algo.ngrpo_switch import NGRPOSwitch
-from algo.stats import accuracy_by, batch_stats, breakdown_means
+from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
-from cluster.actor_group import ActorGroup
 from cluster.backend import Backend, RayBackend
-from cluster.runtime import role_env
+from cluster.runtime import redacted, role_env
 from configs.root import Config
-from contracts.types import ScoreRequest, ScoreResult, TrainBatch
+from contracts.types import ScoreRequest, ScoreResult
 from learner.learner import Learner
 from models.tiny import resolve_model
 from observe.ray_metrics import RayMetrics
 from observe.run_log import RunLog
-from observe.schema import merge_ranks
 from tasks.base import load_task
 
 log = logging.getLogger(__name__)
@@ -47,26 +52,30 @@ class Coordinator:
     def __init__(self, cfg: Config, run_dir: str, backend: Backend | None = None,
                  roles: dict[str, type] | None = None) -> None:
         self.cfg, self.backend = cfg, backend or RayBackend()
-        self.roles = {**ROLES, **(roles or {})}
+        self.classes = {**ROLES, **(roles or {})}
         self.task = load_task(cfg.task)
         self.run = RunLog(run_dir)
-        self.run.write_json("config.json", cfg.model_dump(mode="json"))
+        self.run.write_json("config.json", redacted(cfg.model_dump(mode="json")))
+        self.store = CheckpointStore(run_dir, cfg.train.keep_checkpoints)
         self.switch = NGRPOSwitch.from_config(cfg.algorithm.ngrpo)
-        self.version = 0
-        self.step = 0
+        self.version = self.step = 0
+        self.restarts = 0  # replaced roles in this process (never rolled back)
+        self.skipped_in_a_row = 0  # updates skipped for a non-finite loss or gradient
+        self.kept_rows: list[int] | None = None  # training rows the difficulty filter kept
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
         # Ray's metrics API (dashboard / Prometheus) exists only on the Ray backend.
         self.ray_metrics = RayMetrics(Path(run_dir).name) if self.backend.name == "ray" else None
-        self.name_prefix = f"{Path(run_dir).name}/"  # actor names in the dashboard: "<run>/rollout-0"
-        self.env = {"env_vars": role_env(cfg.cluster.env_vars)}
+        self.roles = Roles(cfg, self.backend, self.classes, role_env(cfg.cluster.env_vars),
+                           f"{Path(run_dir).name}/", self._on_failure)
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
-        return f"Coordinator({self.name_prefix.rstrip('/')})"
+        return f"Coordinator({self.run.dir.name})"
 
     # ---- set-up -----------------------------------------------------------------------------------
-    def setup(self) -> dict:
-        """Data, base model, optional warm-up, then the roles. Returns what was set up."""
+    def setup(self, resume: str | None = None) -> dict:
+        """Data, base model, warm-up (not when resuming), the roles, then the checkpoint to continue
+        from (`resume`) or the first checkpoint (step 0). Returns what was set up."""
         t0 = time.perf_counter()
         self.train_rows, self.eval_rows = self.task.rows()
         paths = resolve_model(self.cfg.model, self.task.corpus, self.task.vocabulary())
@@ -75,15 +84,23 @@ class Coordinator:
 
         self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
         if self.cfg.train.warmup.enabled:
-            self.info.update(self._warmup())
-        self._start_roles()
-        if self.cfg.algorithm.difficulty.enabled:
-            self.info.update(self._filter_by_difficulty())
+            warm = self.run.dir / "warmup_model"
+            if resume and (warm / "config.json").exists():
+                self.base_model_dir = str(warm)  # the run's own warm-up: part of what is resumed
+            else:
+                self.info.update(self._warmup())
+        self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.task.judge))
+        self.run.event("placement", **self.info["placement"])
+        self.roles.set_probe(*self._probe())
         self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
-        self.info.update(
-            train_rows=len(self.train_rows), eval_rows=len(self.eval_rows), setup_seconds=time.perf_counter() - t0,
-            base_model=self.base_model_dir,
-        )
+        if resume:
+            self._restore(Path(resume), "resume")
+        else:
+            if self.cfg.algorithm.difficulty.enabled:
+                self.info.update(self._filter_by_difficulty())
+            self.checkpoint()
+        self.info.update(train_rows=len(self.train_rows), eval_rows=len(self.eval_rows), step=self.step,
+                         setup_seconds=time.perf_counter() - t0, base_model=self.base_model_dir)
         self.run.event("setup", **{k: v for k, v in self.info.items() if not isinstance(v, dict)})
         return self.info
 
@@ -94,67 +111,63 @@ class Coordinator:
         examples = [(self.task.render_prompt(self.tokenizer, r), r["solution"]) for r in rows]
         groups = [r[self.task.group_column] for r in rows] if w.balanced else None
         out = str(self.run.dir / "warmup_model")
+        env = {"env_vars": role_env(self.cfg.cluster.env_vars)}
+        if self.cfg.learner.num_threads:  # the warm-up runs where and as the learner will
+            env["env_vars"]["OMP_NUM_THREADS"] = str(self.cfg.learner.num_threads)
         ref = self.backend.task(sft_warmup, (self.base_model_dir, self.tokenizer_dir, examples, out), dict(
             steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=self.cfg.train.seed, groups=groups,
-        ), {"num_cpus": self.cfg.learner.num_cpus, "runtime_env": self.env})
+        ), {"num_cpus": self.cfg.learner.num_cpus, "runtime_env": env})
         stats = self.backend.get(ref)
         self.base_model_dir = out
         self.run.event("warmup", **stats)
         return stats
 
-    def _start_roles(self) -> None:
-        c, world = self.cfg, self.cfg.learner.world_size
-        common = dict(backend=self.backend, runtime_env=self.env, name_prefix=self.name_prefix)
-        self.learners = ActorGroup(
-            self.roles["learner"], world, name="learner", strategy=c.learner.placement_strategy,
-            resources={"num_cpus": c.learner.num_cpus, "num_gpus": c.learner.num_gpus}, **common,
-            args_for=lambda i: ((self.base_model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
-                                {"rank": i, "world_size": world, "seed": c.train.seed, "rl_steps": c.train.steps}),
-        )
-        self.rollout = ActorGroup(
-            self.roles["rollout"], c.rollout.num_workers, name="rollout", strategy=c.rollout.placement_strategy,
-            resources={"num_cpus": c.rollout.num_cpus, "num_gpus": c.rollout.num_gpus}, **common,
-            args_for=lambda i: ((self.base_model_dir, self.tokenizer_dir, c.rollout, c.model.lora),
-                                {"dtype": c.model.dtype, "worker_index": i, "seed": c.train.seed}),
-        )
-        addr, port = self.learners.get(self.backend.call(self.learners.actors[0], "rendezvous"))
-        trainable = self.learners.get(self.learners.call("setup", addr, port))
-        self.rollout.get(self.rollout.call("ready"))
-        reward_group = ActorGroup(
-            self.roles["reward"], c.reward.num_actors, name="reward", resources={"num_cpus": c.reward.num_cpus},
-            args_for=lambda i: (([(f.name, f.weight) for f in c.reward.functions], c.reward.timeout_s),
-                                {"index": i, "judge": self.task.judge}), **common,
-        )
-        self.pool = RewardPool(reward_group, c.reward.timeout_s, len(c.reward.functions) + 1)
-        self.pool.wait_ready()
-        self.info["trainable_params"] = trainable[0]
-        # Where each role landed (placement groups: learner ranks packed, rollout workers spread).
-        self.info["placement"] = placement = {
-            "learner": self.learners.node_ids(), "rollout": self.rollout.node_ids(), "reward": self.pool.node_ids(),
-        }
-        self.run.event("placement", **placement)
+    def _probe(self) -> tuple[list[int], list[int]]:
+        """A fixed held-out prompt and its label: the sequence every push is checked with."""
+        row = (self.eval_rows or self.train_rows)[0]
+        prompt = self.tokenizer(self.task.render_prompt(self.tokenizer, row), add_special_tokens=False)["input_ids"]
+        label = self.tokenizer(row["solution"], add_special_tokens=False)["input_ids"][:64]
+        return prompt, label
 
     def _filter_by_difficulty(self) -> dict:
         """Sample every training prompt with the current policy; keep the easy/medium/hard mix."""
         from algo.difficulty import difficulty_filter
 
-        d = self.cfg.algorithm.difficulty
-        gen = self._generate(self.train_rows, n=d.num_samples)
-        correct = self._correct(self._score(self.train_rows, gen.groups), len(gen.groups))
-        rates = [sum(row) / len(row) for row in correct]
+        d, chunk = self.cfg.algorithm.difficulty, 64  # chunks: each generation within the call deadline
+        rates = []
+        for i in range(0, len(self.train_rows), chunk):
+            rows = self.train_rows[i : i + chunk]
+            gen = self._generate(rows, n=d.num_samples)
+            rates += [sum(row) / len(row) for row in judge_matrix(self._score(rows, gen.groups), len(rows), self.task.correct_key)]
         keep = difficulty_filter(rates, easy_min=d.easy_min, hard_max=d.hard_max, mix=d.mix, seed=self.cfg.train.seed)
         if not keep:
             raise RuntimeError("difficulty filter kept no prompt: every prompt is all-right or all-wrong "
                                "under the current policy; disable algorithm.difficulty or warm up differently")
         stats = {"difficulty_kept": len(keep), "difficulty_from": len(self.train_rows)}
-        self.train_rows = [self.train_rows[i] for i in keep]
+        self._keep_rows(keep)
         self.run.event("difficulty_filter", **stats)
         return stats
 
+    def _keep_rows(self, keep: list[int]) -> None:
+        self.kept_rows = list(keep)
+        self.train_rows = [self.train_rows[i] for i in keep]
+        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
+
     # ---- one RL step ------------------------------------------------------------------------------
-    def train_step(self) -> dict[str, Any]:
-        """draw → generate → score → algo step → learn → push → record; returns the metrics row."""
+    def train_step(self) -> dict[str, Any] | None:
+        """draw → generate → score → algo step → learn → push → record; returns the metrics row, or None
+        when the learner group failed and the run went back to its newest checkpoint."""
+        try:
+            return self._step()
+        except RoleFailure as failure:  # rollout workers are replaced inside the step; this is the learner
+            self._on_failure(failure)
+            self.roles.rebuild_learners()
+            self._restore(self.store.latest(), "rollback")
+            return None
+
+    def _step(self) -> dict[str, Any]:
         c, times = self.cfg, {}
+        self._before_step, self._learned = self.state_dict(), False  # what a final checkpoint can hold
         self.step += 1
         rows = self.stream.next_rows()
         with _timed(times, "generate"):
@@ -162,20 +175,20 @@ class Coordinator:
             self._check_versions(gen)
         with _timed(times, "reward"):
             scored = self._score(rows, gen.groups)
-        correct = self._correct(scored, len(rows))
+        correct = judge_matrix(scored, len(rows), self.task.correct_key)
         stats = self._batch_stats(rows, gen, scored, correct)
         out = self._algo(gen, scored)
-        with _timed(times, "learn"):
-            learn = self._learn(gen, out)
+        with _timed(times, "learn"):  # nothing to learn when every reward of the step failed
+            learn = self.roles.learn(train_batch(gen, out)) if out.valid_samples else None
+            self._learned = True
         with _timed(times, "sync"):
-            sync = self._push()
-        row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats, **learn,
+            sync = self._push(learn)
+        row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats, **(learn or {}),
                **{f"time/{k}": v for k, v in times.items()}}
         return self._record(row)
 
     def _generate(self, rows: list[dict], **sampling: Any) -> Generation:
-        prompts = [self.task.render_prompt(self.tokenizer, r) for r in rows]
-        return generate(self.rollout, prompts, **sampling)
+        return self.roles.generate([self.task.render_prompt(self.tokenizer, r) for r in rows], **sampling)
 
     def _check_versions(self, gen: Generation) -> None:
         for worker, v in enumerate(gen.versions):
@@ -184,30 +197,16 @@ class Coordinator:
 
     def _score(self, rows: list[dict], groups: list[list]) -> ScoreResult:
         flat_rows = [row for row, g in zip(rows, groups) for _ in g]
-        scored = self.pool.score(ScoreRequest(
-            prompts=[row["prompt"] for row in flat_rows],
-            completions=[comp.text for g in groups for comp in g],
+        scored = self.roles.pool.score(ScoreRequest(
+            prompts=[row["prompt"] for row in flat_rows], completions=[comp.text for g in groups for comp in g],
             columns=self.task.columns(flat_rows),
         ))
         for line in scored.failure_log:
             self.run.event("reward_failure", step=self.step, detail=line)
         return scored
 
-    def _correct(self, scored: ScoreResult, num_groups: int) -> list[list[float]]:
-        """(G, n) the task judge's verdict per sample, from the breakdown the pool computed."""
-        key, n = self.task.correct_key, len(scored.breakdowns) // max(1, num_groups)
-        flat = [float(b.get(key, 0.0)) for b in scored.breakdowns]
-        return [flat[i : i + n] for i in range(0, len(flat), n)]
-
     def _batch_stats(self, rows: list[dict], gen: Generation, scored: ScoreResult, correct) -> dict[str, float]:
-        n = self.cfg.rollout.n
-        values = [r[self.task.group_column] for r in rows]
-        stats = batch_stats(
-            values, correct=correct, rewards=[scored.rewards[i : i + n] for i in range(0, len(scored.rewards), n)],
-            lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
-            truncated=[[c.finish_reason == "length" for c in g] for g in gen.groups],
-            lags=[[self.version - c.policy_version for c in g] for g in gen.groups],
-        )
+        stats = rollout_stats([r[self.task.group_column] for r in rows], gen, scored, correct, self.version)
         if self.stream.accuracy is not None:  # adaptive sampling follows the accuracy per row kind
             by_value = accuracy_by([r[self.cfg.train.adaptive_by] for r in rows], correct)
             stats.update({f"sampling_weight/{k}": v for k, v in self.stream.observe(by_value).items()})
@@ -217,8 +216,11 @@ class Coordinator:
     def _algo(self, gen: Generation, scored: ScoreResult) -> StepResult:
         comps = [c for g in gen.groups for c in g]
         rewards = torch.tensor(scored.rewards, dtype=torch.float64).view(len(gen.groups), -1)  # (G, n)
+        valid = None
+        if any(scored.failed):
+            valid = torch.tensor([not f for f in scored.failed]).view_as(rewards)
         out = algo_step(
-            rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm,
+            rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm, valid=valid,
             lengths=[[len(c.token_ids) for c in g] for g in gen.groups], max_len=self.cfg.rollout.max_tokens,
             texts=[c.text for c in comps], offsets=[c.offsets for c in comps],
         )
@@ -231,46 +233,112 @@ class Coordinator:
                      "ON" if ev.active else "OFF", ev.window_value)
         return out
 
-    def _learn(self, gen: Generation, out: StepResult) -> dict[str, float]:
-        """Every learner rank gets the whole batch (one object reference) and trains on its shard."""
-        batch = TrainBatch(
-            prompt_ids=[p for p, g in zip(gen.prompt_ids, gen.groups) for _ in g],
-            completion_ids=[c.token_ids for g in gen.groups for c in g],
-            rollout_logprobs=[c.logprobs for g in gen.groups for c in g],
-            advantages=[float(a) for a in out.advantages.flatten()],
-            token_weights=out.token_weights,
-        )
-        ref = self.backend.put(batch)
-        return merge_ranks(self.learners.get(self.learners.call("train_step", ref)))
-
-    def _push(self) -> dict[str, Any]:
-        """Export the learner's LoRA and load it on every worker, as one object reference; every worker
-        must report the learner's version and fingerprint, or the step fails."""
-        exports = self.learners.call("export_lora")  # every rank (ZeRO-3 gathers); rank 0 returns it
-        served = self.rollout.get(self.rollout.call("load_adapter", exports[0]))
-        self.learners.get(exports[1:])
-        first = served[0]
-        bad = [s for s in served if (s.version, s.fingerprint) != (first.version, first.fingerprint)]
-        if bad:
-            raise PushError(f"workers serve different policies after a push: {[vars(s) for s in served]}")
-        self.version = first.version
-        return {"policy_version": self.version, "weights_fingerprint": first.fingerprint, "push_bytes": first.nbytes}
+    def _push(self, learn: dict | None) -> dict[str, Any]:
+        """The new policy on every worker; after a skipped update (or none) nothing is pushed (the
+        workers keep the last good policy), and several skipped in a row stop the run."""
+        if learn is None:
+            return {"policy_version": self.version}
+        if learn["update_skipped"]:
+            self.skipped_in_a_row += 1
+            self.run.event("update_skipped", step=self.step, in_a_row=self.skipped_in_a_row)
+            if self.skipped_in_a_row >= self.cfg.train.max_skipped_updates:
+                raise self._stop(f"{self.skipped_in_a_row} updates in a row had a non-finite loss or gradient norm")
+            return {"policy_version": self.version}
+        self.skipped_in_a_row = 0
+        served = self.roles.push()
+        self.version = served.version
+        return {"policy_version": self.version, "weights_fingerprint": served.fingerprint,
+                "push_bytes": served.nbytes, "probe_gap_max": served.probe_gap or 0.0}
 
     def _record(self, row: dict[str, Any]) -> dict[str, Any]:
-        self.run.metrics(row)
+        try:
+            self.run.metrics(row)
+        except OSError as e:
+            raise self._stop(f"could not write metrics.jsonl: {_cause(e)}") from None
         if self.ray_metrics:
             self.ray_metrics.record(row)
-        if self.cfg.train.checkpoint_every and self.step % self.cfg.train.checkpoint_every == 0:
-            self.save_adapter(f"checkpoints/step_{self.step:05d}")
+        every = self.cfg.train.checkpoint_every
+        if every and self.step % every == 0:
+            self.checkpoint()
         return row
+
+    # ---- checkpoints, resume, recovery ------------------------------------------------------------
+    def state_dict(self) -> dict:
+        """The coordinator's part of a checkpoint: what decides the rest of the run, and the metrics
+        position (the step: rows after it are written again on resume)."""
+        return {"step": self.step, "policy_version": self.version, "stream": self.stream.state_dict(),
+                "ngrpo_switch": self.switch.state_dict(), "eval_tables": self.eval_tables,
+                "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row}
+
+    def checkpoint(self, state: dict | None = None) -> Path:
+        """An atomic, complete checkpoint of the state after the current step (or of `state`, with the
+        learner as it is). One that cannot be written (a full disk) stops the run: the previous
+        checkpoint stays the newest complete one."""
+        state = state or self.state_dict()
+        tmp = self.store.begin(state["step"])
+        try:
+            self.roles.save(str(tmp))
+            (tmp / "coordinator.json").write_text(json.dumps(state), encoding="utf-8")
+            path = self.store.commit(tmp, state["step"])
+        except RoleFailure:
+            raise
+        except Exception as e:  # noqa: BLE001 - OSError here, or one raised by a learner rank
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise self._stop(f"could not write the checkpoint of step {self.step}: {_cause(e)}") from None
+        self.run.event("checkpoint", step=state["step"], path=str(path), version=state["policy_version"])
+        return path
+
+    def _restore(self, path: Path | None, why: str) -> None:
+        """Go to the checkpoint at `path`: learner state, coordinator state, metrics position, and the
+        checkpoint's policy on every worker."""
+        if path is None:
+            raise self._stop("no complete checkpoint to go back to")
+        state = json.loads((path / "coordinator.json").read_text(encoding="utf-8"))
+        version = self.roles.restore(str(path))
+        if state["kept_rows"] is not None and self.kept_rows is None:
+            self._keep_rows(state["kept_rows"])
+        self.step, self.version = state["step"], state["policy_version"]
+        self.stream.load_state_dict(state["stream"])
+        self.switch.load_state_dict(state["ngrpo_switch"])
+        self.eval_tables, self.skipped_in_a_row = state["eval_tables"], state["skipped_in_a_row"]
+        kept = self.run.truncate_metrics(self.step)
+        if version > 0:
+            self.roles.push(rollback=True)
+        else:  # the checkpoint of step 0 serves the base model: a fresh engine does too
+            self.roles.update_ref = None
+        self.run.event(why, step=self.step, path=str(path), version=self.version, metrics_rows=kept)
+
+    def _on_failure(self, failure: RoleFailure) -> None:
+        """Count a failed role; each is an event and a Ray metric. Past train.max_restarts, stop."""
+        self.restarts += 1
+        self.run.event("recovery", step=self.step, role=failure.role, index=failure.index, node=failure.node,
+                       cause=failure.cause, restarts=self.restarts)
+        if self.ray_metrics:
+            self.ray_metrics.recovery(failure.role)
+        log.warning("recovering from %s (restart %d of %d)", failure, self.restarts, self.cfg.train.max_restarts)
+        if self.restarts > self.cfg.train.max_restarts:
+            if failure.role != "learner" and not getattr(self, "_learned", True):
+                self.checkpoint(self._before_step)  # the last completed step, with the learner as it was then
+            raise self._stop(f"{failure} — more than train.max_restarts={self.cfg.train.max_restarts} failures")
+
+    def _stop(self, why: str) -> RunStopped:
+        newest = self.store.latest()
+        where = f"the newest complete checkpoint is {newest}" if newest else "there is no complete checkpoint"
+        self.run.event("stopped", step=self.step, reason=why)
+        return RunStopped(f"run stopped at step {self.step}: {why}; {where}")
+
+    def get_step(self) -> int:
+        return self.step
 
     # ---- evaluation & outputs ---------------------------------------------------------------------
     def evaluate(self, tag: str) -> dict:
-        """The held-out eval table (actors.generation.evaluate) of the policy the workers serve now."""
+        """The held-out eval table of the policy the workers serve now (kept in the checkpoints)."""
+        from actors.generation import evaluate
+
         limit = self.cfg.train.eval_limit
         rows = self.eval_rows[:limit] if limit else self.eval_rows
         t = time.perf_counter()
-        table = evaluate(self.task, self.rollout, self.tokenizer, rows, self.cfg.rollout.eval_temperature)
+        table = evaluate(self.task, self.roles.generate, self.tokenizer, rows, self.cfg.rollout.eval_temperature)
         table.update(policy_version=self.version, seconds=time.perf_counter() - t)
         self.eval_tables[tag] = table
         if self.ray_metrics:
@@ -280,34 +348,30 @@ class Coordinator:
         self.run.write_json("eval.json", self.eval_tables)
         return table
 
-    def save_adapter(self, rel: str) -> str:
-        """The adapter (PEFT, safetensors) plus the coordinator's state: step, version, NGRPO switch."""
-        path = str(self.run.dir / rel)
-        # Rank 0 writes the files; the coordinator runs on the driver's node (train.py pins it), so on
-        # a multi-node cluster give the learner a shared run_dir.
-        self.learners.get(self.learners.call("save_adapter", path))
-        state = {"step": self.step, "policy_version": self.version, "ngrpo_switch": self.switch.state_dict()}
-        Path(path).mkdir(parents=True, exist_ok=True)
-        (Path(path) / "coordinator_state.json").write_text(json.dumps(state, indent=2, default=str))
-        self.run.event("checkpoint", step=self.step, path=path, version=self.version)
-        return path
-
     def finish(self) -> dict:
-        """Final adapter, switch events and eval tables; returns a summary."""
+        """Final checkpoint and adapter, switch events and eval tables; returns a summary."""
         from observe.tables import format_eval_tables
 
-        adapter = self.save_adapter("adapter")
+        final = self.store.latest()
+        if final is None or final.name != self.store.name(self.step):
+            final = self.checkpoint()
+        adapter = str(self.run.dir / "adapter")
+        self.roles.learner_call("save_adapter", adapter)
         events = [e.__dict__ for e in self.switch.events]
         self.run.write_json("ngrpo_switch_events.json", events)
         self.run.write_text("eval_table.md", format_eval_tables(self.eval_tables, self.task.eval_keys) + "\n")
-        return {"adapter": adapter, "switch_events": events, "eval": self.eval_tables, "run_dir": str(self.run.dir),
-                "eval_keys": list(self.task.eval_keys)}
+        return {"adapter": adapter, "checkpoint": str(final), "switch_events": events, "eval": self.eval_tables,
+                "run_dir": str(self.run.dir), "eval_keys": list(self.task.eval_keys)}
 
     def shutdown(self) -> None:
-        for group in (getattr(self, "rollout", None), getattr(self, "learners", None), getattr(self, "pool", None)):
-            if group is not None:
-                group.shutdown()
+        self.roles.shutdown()
         self.run.close()
+
+
+def _cause(error: BaseException) -> str:
+    """The root cause of an error, in one line (a role's exception arrives wrapped by Ray)."""
+    cause = getattr(error, "cause", None) or error
+    return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:300]}"
 
 
 @contextmanager

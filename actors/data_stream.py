@@ -56,6 +56,25 @@ class PromptStream:
         self.accuracy.update(accuracy_by_value)
         return self.accuracy.weights()
 
+    def state_dict(self) -> dict:
+        """Everything that decides the next draws (JSON-safe): the generator, the queues, the balanced
+        round, the adaptive accuracies."""
+        version, internal, gauss = self.rng.getstate()
+        return {
+            "rng": [version, list(internal), gauss],
+            "queues": [[k[0], k[1], q] if k else [None, None, q] for k, q in self._queues.items()],
+            "cat_order": list(self._cat_order),
+            "accuracy": dict(self.accuracy.acc) if self.accuracy is not None else None,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        version, internal, gauss = state["rng"]
+        self.rng.setstate((version, tuple(internal), gauss))
+        self._queues = {((c, v) if c is not None else None): list(q) for c, v, q in state["queues"]}
+        self._cat_order = list(state["cat_order"])
+        if self.accuracy is not None and state["accuracy"] is not None:
+            self.accuracy.acc = dict(state["accuracy"])
+
     def _next_value(self) -> str:
         """Balanced: the group values in shuffled rounds."""
         if not self._cat_order:

@@ -8,6 +8,7 @@ order) and flattens their answers; `evaluate` is THE eval of a policy on held-ou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +39,10 @@ def generate(workers: ActorGroup, prompts: list[str], **sampling: Any) -> Genera
     )
 
 
-def evaluate(task: Task, workers: ActorGroup, tokenizer: Any, rows: list[dict], temperature: float = 0.0) -> dict:
-    """The task's eval table of the served policy's answers to `rows` (one answer each)."""
+def evaluate(task: Task, generate_fn: Callable[..., Generation], tokenizer: Any, rows: list[dict],
+             temperature: float = 0.0) -> dict:
+    """The task's eval table of the served policy's answers to `rows` (one answer each), sampled with
+    `generate_fn(prompts, **sampling)` (`generate` over a group, or the coordinator's roles)."""
     prompts = [task.render_prompt(tokenizer, r) for r in rows]
-    gen = generate(workers, prompts, n=1, temperature=temperature, seed=0)
+    gen = generate_fn(prompts, n=1, temperature=temperature, seed=0)
     return task.evaluate(rows, [g[0].text for g in gen.groups])

@@ -1,9 +1,11 @@
 """RewardPool: reward actors that score shards of a batch concurrently, with a per-call timeout.
 
-Owns fault isolation around user reward code. A reward function that raises scores the completions it
-fails on 0 (the shard is retried one completion at a time to find them); one that hangs past the timeout
-scores its shard 0 and its actor is replaced. Every such fallback is counted and logged with the sample
-— nothing is dropped. The pool knows nothing of groups or advantages.
+Owns fault isolation around user reward code. A reward function that raises, or returns NaN/inf or a
+value outside its declared `reward_range`, fails the completions it fails on (the shard is retried one
+completion at a time to find them); one that hangs past the timeout fails its shard and its actor is
+replaced. A failed completion is marked (`ScoreResult.failed`), counted and logged with the sample; the
+coordinator leaves it out of its group's statistics and of the loss. The pool knows nothing of groups
+or advantages.
 
 A function with a `breakdown(prompts, completions, **columns) -> list[dict]` method (the fund
 assistant's rewards have one) is called through it once: its `total` is the reward and its parts go to
@@ -27,6 +29,7 @@ from typing import Any
 
 from cluster.actor_group import ActorGroup
 from cluster.backend import Backend
+from contracts.identity import node_identity
 from contracts.types import ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
@@ -53,11 +56,9 @@ class RewardActor:
     def ready(self) -> bool:
         return True
 
-    def node_id(self) -> str | None:
-        """The Ray node this actor runs on (None in-process without Ray)."""
-        import ray
-
-        return ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+    def identity(self) -> tuple[str | None, int]:
+        """(Ray node id, process id) of this actor."""
+        return node_identity()
 
     def _call(self, fn: Any, req: ScoreRequest, idx: list[int]) -> list[dict[str, float]]:
         """One {"total": reward, parts...} dict per completion of `idx`; raises on a bad answer."""
@@ -76,6 +77,9 @@ class RewardActor:
                 raise ValueError(f"returned {len(out)} values for {len(idx)} completions")
         if not all(math.isfinite(p["total"]) for p in out):
             raise ValueError("returned a NaN or inf")
+        lo, hi = getattr(fn, "reward_range", (-math.inf, math.inf))
+        if any(not lo <= p["total"] <= hi for p in out):
+            raise ValueError(f"returned a value outside its declared range [{lo}, {hi}]")
         return out
 
     def _score_fn(self, name: str, fn: Any, req: ScoreRequest, logs: list[str]) -> list[dict | None]:
@@ -126,7 +130,8 @@ class RewardActor:
                 b.update({k: v for k, v in (res or {}).items() if k != "total"})
         for line in logs:
             log.warning(line)
-        return ScoreResult(totals, breakdowns, failures=sum(failed), failure_log=logs), self.poisoned
+        result = ScoreResult(totals, breakdowns, failures=sum(failed), failure_log=logs, failed=failed)
+        return result, self.poisoned
 
 
 class RewardPool:
@@ -180,6 +185,7 @@ class RewardPool:
             result.breakdowns += res.breakdowns
             result.failures += res.failures
             result.failure_log += res.failure_log
+            result.failed += res.failed
             if poisoned:
                 self.group.replace(i)
         self.total_failures += result.failures
@@ -198,7 +204,7 @@ class RewardPool:
         logs = [f"{why}; scoring 0: {c[:200]!r}" for c in shard.completions]
         for line in logs:
             log.warning(line)
-        return ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs), True
+        return ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs, [True] * n), True
 
     def node_ids(self) -> list[str | None]:
         return self.group.node_ids()

@@ -19,19 +19,17 @@ from pathlib import Path
 
 import torch
 
+from actors.errors import PushError
 from actors.offsets import token_char_offsets
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io
+from contracts.identity import node_identity
 from contracts.types import Completion, LoraUpdate, Rollout, Served
 
 log = logging.getLogger(__name__)
 
 NO_ADAPTER = "base"  # fingerprint of the bare base model
-
-
-class PushError(RuntimeError):
-    """A weight push that did not take: the worker must not keep serving a stale policy silently."""
 
 
 def engine_env() -> dict[str, str]:
@@ -88,6 +86,9 @@ class RolloutWorker:
         self.version = 0
         self.served_fingerprint = NO_ADAPTER
         self._lora_request = None
+        self._loads = 0  # adapter loads so far: each gets its own vLLM LoRA id
+        default_gap = 1e-3 if dtype == "float32" else 0.1  # bf16/fp16 logprobs differ far more
+        self.max_logprob_gap = cfg.max_logprob_gap or default_gap
         self._adapter_dir = Path(tempfile.mkdtemp(prefix=f"ngrpo-adapters-w{worker_index}-"))
         self._pristine: dict[str, torch.Tensor] | None = None
         if cfg.serve_mode == "merged":
@@ -117,9 +118,14 @@ class RolloutWorker:
             max_tokens=max_tokens or self.cfg.max_tokens,
             logprobs=0,  # the sampled token's logprob only
             # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
-            # prefill is split); on CPU the engine-wide seed set at start-up makes runs repeatable.
+            # prefill is split); on CPU the seed reseeds the engine's generator instead (below).
             seed=seed if torch.cuda.is_available() else None,
         )
+        if seed is not None and not torch.cuda.is_available():
+            # What this call samples depends only on (weights, prompts, seed), not on what the engine
+            # did before: a restarted or replacement engine samples what this one would have.
+            self.llm.reset_prefix_cache()
+            torch.manual_seed(seed)
         outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
         groups = []
         for out in outs:
@@ -139,11 +145,13 @@ class RolloutWorker:
         )
 
     # ---- weight push ------------------------------------------------------------------------------
-    def load_adapter(self, update: LoraUpdate) -> Served:
-        """Serve `update` from now on; returns what is served (version, fingerprint, size).
+    def load_adapter(self, update: LoraUpdate, rollback: bool = False) -> Served:
+        """Serve `update` from now on; returns what is served (version, fingerprint, size, probe gap).
 
-        Raises PushError when the received weights do not hash to the learner's fingerprint or the
-        engine refuses them — never keeps serving the old policy silently.
+        Raises PushError when the received weights do not hash to the learner's fingerprint, when the
+        engine refuses them, or when what the engine then serves does not score the update's probe as
+        the learner does (the reload did not take) even after one more reload — never keeps serving
+        the old policy silently. `rollback` accepts an older version (the run went back to a checkpoint).
         """
         got = lora_io.fingerprint(update.weights)
         if got != update.fingerprint:
@@ -151,16 +159,46 @@ class RolloutWorker:
                 f"worker {self.worker_index}: version {update.version} arrived with fingerprint {got}, "
                 f"learner sent {update.fingerprint}"
             )
-        if update.version <= self.version and self.served_fingerprint != NO_ADAPTER:
+        if update.version <= self.version and self.served_fingerprint != NO_ADAPTER and not rollback:
             raise PushError(f"worker {self.worker_index}: version {update.version} is not newer than {self.version}")
+        gap = None
+        for attempt in (1, 2):
+            self._apply(update)
+            gap = self.probe_gap(update)
+            if gap is None or gap <= self.max_logprob_gap:
+                break
+            log.warning("worker %d: probe gap %.3g after loading version %d (attempt %d)",
+                        self.worker_index, gap, update.version, attempt)
+        else:
+            raise PushError(
+                f"worker {self.worker_index}: after loading version {update.version} (twice) the engine scores the "
+                f"probe {gap:.3g} away from the learner (allowed {self.max_logprob_gap:g}): the weights did not take"
+            )
+        self.version = update.version
+        self.served_fingerprint = got
+        nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
+        return Served(self.worker_index, self.version, got, nbytes, gap)
+
+    def _apply(self, update: LoraUpdate) -> None:
         if self.cfg.serve_mode == "merged":
             self._reload_merged(update)
         else:
             self._serve_adapter(update)
-        self.version = update.version
-        self.served_fingerprint = got
-        nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
-        return Served(self.worker_index, self.version, got, nbytes)
+
+    def probe_gap(self, update: LoraUpdate) -> float | None:
+        """Largest |vLLM - learner| logprob over the update's probe tokens, as the engine serves now
+        (None when the update carries no probe)."""
+        if not update.probe_ids or update.probe_logprobs is None:
+            return None
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        ids, start = update.probe_ids, update.probe_start
+        params = SamplingParams(max_tokens=1, temperature=0.0, prompt_logprobs=0)
+        out = self.llm.generate([TokensPrompt(prompt_token_ids=ids)], params, lora_request=self._lora_request,
+                                use_tqdm=False)[0]
+        served = [out.prompt_logprobs[i][ids[i]].logprob for i in range(start, len(ids))]
+        return max(abs(a - b) for a, b in zip(served, update.probe_logprobs))
 
     def _reload_merged(self, update: LoraUpdate) -> None:
         assert self._pristine is not None
@@ -182,8 +220,10 @@ class RolloutWorker:
             target_modules=self.lora_cfg.target_modules,
             base_model=self.base_model_dir,
         )
-        # vLLM caches adapters by integer id: a NEW id per version, or it serves the old weights.
-        self._lora_request = LoRARequest(f"policy-v{update.version}", update.version + 1, str(path))
+        # vLLM caches adapters by integer id: a NEW id per load (a rolled-back run loads a version
+        # number again), or it serves the old weights.
+        self._loads += 1
+        self._lora_request = LoRARequest(f"policy-v{update.version}-{self._loads}", self._loads, str(path))
         # Keep the served folder and the one before it; older versions would fill the disk (7B: ~160 MB each).
         for old in self._adapter_dir.glob("v*"):
             if old.name not in (f"v{update.version}", f"v{self.version}"):
@@ -195,6 +235,10 @@ class RolloutWorker:
 
     def ready(self) -> int:
         return self.worker_index
+
+    def identity(self) -> tuple[str | None, int]:
+        """(Ray node id, process id) of this worker: where it runs, for events and fault tests."""
+        return node_identity()
 
 
 class _DropMessages(logging.Filter):

@@ -36,11 +36,16 @@ if TYPE_CHECKING:
 
 @dataclass
 class StepResult:
-    advantages: torch.Tensor  # (G, n), the rewards' dtype
+    advantages: torch.Tensor  # (G, n), the rewards' dtype; 0 where not trained
     token_weights: list[list[float]] | None  # (B, T_i) per flattened sample, with DART on
     metrics: dict[str, float | bool]
     active: bool  # NGRPO was used for these advantages
     event: SwitchEvent | None  # the switch changed state at this step
+    trained: torch.Tensor  # (G, n) bool: the samples the update learns from
+
+    @property
+    def valid_samples(self) -> int:
+        return int(self.trained.sum().item())
 
 
 def algo_step(
@@ -53,8 +58,13 @@ def algo_step(
     max_len: int,
     texts: Sequence[str] | None = None,
     offsets: Sequence[Sequence[tuple[int, int]]] | None = None,
+    valid: torch.Tensor | None = None,
 ) -> StepResult:
     """Advantages and the rest for a (G, n) reward matrix.
+
+    Samples whose reward failed (`valid` False) are left out of their group's statistics and of the
+    loss; a group with fewer than two valid samples carries no comparison and is dropped whole
+    (`dropped_groups`). Without `valid`, every sample counts.
 
     Args:
         rewards: ``(G, n)`` rewards as scored, one row per prompt's group.
@@ -65,12 +75,21 @@ def algo_step(
         max_len: the completion length limit, when ``algo.overlong.max_len`` is not set.
         texts, offsets: ``(B,)`` completion texts and their tokens' character spans, flattened group
             by group; needed only with DART token weights on.
+        valid: ``(G, n)`` bool, False for a sample whose reward failed.
     """
     metrics: dict[str, float | bool] = {}
-    flat = rewards.flatten()
-    metrics["reward_mean"] = flat.mean().item()
-    metrics["reward_std"] = flat.std(unbiased=False).item()
-    metrics.update(zero_std_stats(rewards, max_reward=algo.ngrpo.max_reward))
+    if valid is None:
+        trained = torch.ones_like(rewards, dtype=torch.bool)
+        flat = rewards.flatten()
+        metrics.update(zero_std_stats(rewards, max_reward=algo.ngrpo.max_reward))
+    else:
+        kept = valid.sum(dim=1) >= 2  # (G,)
+        trained = valid & kept[:, None]
+        flat = rewards[trained]
+        metrics.update(_ragged_zero_std(rewards, trained, kept, algo.ngrpo.max_reward))
+        metrics["dropped_groups"] = float((~kept).sum().item())
+    metrics["reward_mean"] = flat.mean().item() if flat.numel() else 0.0
+    metrics["reward_std"] = flat.std(unbiased=False).item() if flat.numel() else 0.0
 
     shaped = rewards
     if algo.overlong.enabled:
@@ -83,10 +102,19 @@ def algo_step(
     active = switch.update(step, metrics["frac_reward_zero_std"])
     event = switch.events[-1] if active != was_active else None
     a = algo.advantage
-    adv = group_advantages(shaped, ngrpo=active, max_reward=algo.ngrpo.max_reward,
-                           num_virtual=algo.ngrpo.num_virtual, std=a.std, eps=a.eps)
+    kwargs = dict(ngrpo=active, max_reward=algo.ngrpo.max_reward, num_virtual=algo.ngrpo.num_virtual,
+                  std=a.std, eps=a.eps)
+    if valid is None:
+        adv = group_advantages(shaped, **kwargs)
+    else:  # each kept group over its valid samples only; everything else 0 and not trained
+        adv = torch.zeros_like(shaped)
+        for g in torch.nonzero(trained.any(dim=1)).flatten().tolist():
+            adv[g, trained[g]] = group_advantages(shaped[g, trained[g]][None, :], **kwargs)[0]
     metrics["ngrpo_active"] = active
-    metrics["advantage_abs_mean"] = adv.abs().mean().item()
+    if valid is None:
+        metrics["advantage_abs_mean"] = adv.abs().mean().item()
+    else:
+        metrics["advantage_abs_mean"] = adv[trained].abs().mean().item() if trained.any() else 0.0
 
     weights = None
     if algo.loss.dart:
@@ -95,4 +123,13 @@ def algo_step(
         lc = algo.loss
         weights = [dart_token_weights(t, o, lc.thought_weight, lc.action_weight, lc.other_weight)
                    for t, o in zip(texts, offsets)]
-    return StepResult(adv, weights, metrics, active, event)
+    return StepResult(adv, weights, metrics, active, event, trained)
+
+
+def _ragged_zero_std(rewards: torch.Tensor, trained: torch.Tensor, kept: torch.Tensor, max_reward: float) -> dict:
+    """`zero_std_stats` over the kept groups, each on its valid samples only (ragged groups)."""
+    per_group = [zero_std_stats(rewards[g, trained[g]][None, :], max_reward=max_reward)
+                 for g in torch.nonzero(kept).flatten().tolist()]
+    if not per_group:
+        return zero_std_stats(rewards[:0], max_reward=max_reward)
+    return {k: sum(s[k] for s in per_group) / len(per_group) for k in per_group[0]}

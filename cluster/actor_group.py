@@ -82,6 +82,26 @@ class ActorGroup:
     def get(self, refs: Any, timeout: float | None = None) -> Any:
         return self.backend.get(refs, timeout=timeout)
 
+    def gather(self, refs: dict[int, Any], timeout: float | None) -> tuple[dict[int, Any], dict[int, str]]:
+        """Wait for the answers of actors {index: ref} until `timeout` seconds have passed.
+
+        Returns (answers by index, failures by index), a failure being an actor that did not answer in
+        time or is gone (with the cause). An exception the call itself raised is re-raised."""
+        ready, _ = self.backend.wait(list(refs.values()), timeout=timeout)
+        answers, failures = {}, {}
+        for i, ref in refs.items():
+            if ref not in ready:
+                failures[i] = f"no answer within {timeout:.0f}s"
+                continue
+            try:
+                answers[i] = self.backend.get(ref)
+            except Exception as e:  # noqa: BLE001 - sorted into "actor gone" and "call raised"
+                cause = self.backend.actor_failure(e)
+                if cause is None:
+                    raise
+                failures[i] = cause
+        return answers, failures
+
     def replace(self, i: int) -> None:
         """Kill actor i and start a new one with the same arguments, in the same bundle."""
         self.backend.kill(self.actors[i])
@@ -91,10 +111,9 @@ class ActorGroup:
 
     def node_ids(self) -> list[str | None]:
         """The node each actor was placed on (its bundle's node), in actor order; None in-process."""
-        if self.pg is None:
-            if self.backend.name == "ray":
-                return self.get(self.call("node_id"))
-            return [None] * len(self.actors)
+        if self.pg is None:  # every role reports (node, pid) through identity()
+            return [node for node, _ in self.get(self.call("identity"))] if self.backend.name == "ray" else [
+                None] * len(self.actors)
         from ray.util.placement_group import placement_group_table
 
         where = placement_group_table(self.pg)["bundles_to_node_id"]

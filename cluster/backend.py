@@ -69,6 +69,10 @@ class LocalBackend:
     def node_id(self, actor: Any) -> str | None:
         return None
 
+    def actor_failure(self, error: BaseException) -> str | None:
+        """In-process roles cannot die on their own: every error is the call's own."""
+        return None
+
     @staticmethod
     def _value(ref: Any) -> Any:
         if not isinstance(ref, LocalRef):
@@ -121,6 +125,15 @@ class RayBackend:
 
     def node_id(self, actor: Any) -> str | None:
         return None  # a placement group knows where its bundles are; see ActorGroup.node_ids
+
+    def actor_failure(self, error: BaseException) -> str | None:
+        """What happened to the actor when `error` means it is gone (died, was killed, its process
+        crashed), else None: the call itself raised, which is the caller's to handle."""
+        from ray.exceptions import RayActorError, WorkerCrashedError
+
+        if isinstance(error, RayActorError | WorkerCrashedError):
+            return f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        return None
 
 
 Backend = LocalBackend | RayBackend

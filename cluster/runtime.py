@@ -36,6 +36,15 @@ def role_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     }
 
 
+def redacted(config: dict) -> dict:
+    """A config dump with the values of `cluster.env_vars` replaced (users put tokens there): what
+    reaches disk and logs keeps the names only."""
+    env = config.get("cluster", {}).get("env_vars")
+    if not env:
+        return config
+    return {**config, "cluster": {**config["cluster"], "env_vars": dict.fromkeys(env, "<redacted>")}}
+
+
 def apply_role_env(extra: dict[str, str] | None = None) -> None:
     for k, v in role_env(extra).items():
         os.environ.setdefault(k, v)

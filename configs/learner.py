@@ -34,7 +34,12 @@ class LearnerConfig(Section):
     updates_per_batch: int = Field(1, ge=1, le=16)
     """Optimizer passes over each rollout batch (1 = strictly on-policy)."""
     num_cpus: float = Field(1.0, gt=0)
-    """CPUs per rank."""
+    """CPUs per rank (Ray's bookkeeping)."""
+    num_threads: int | None = Field(None, ge=1, le=1024)
+    """Torch/OpenMP threads per rank; None: Ray's default (num_cpus, at least 1)."""
+    call_timeout_s: float = Field(1800.0, gt=0, le=86_400)
+    """Deadline of one call (an update, an export, a checkpoint); a rank that misses it, or dies, gets
+    the learner group rebuilt from the newest checkpoint."""
     num_gpus: float = Field(0.0, ge=0)
     """GPUs per rank."""
     placement_strategy: Literal["PACK", "STRICT_PACK", "SPREAD", "STRICT_SPREAD"] = "PACK"

@@ -12,8 +12,8 @@ class RewardFn(Section):
 
     name: str
     """Registry name or import path."""
-    weight: float = 1.0
-    """Weight in the weighted sum."""
+    weight: float = Field(1.0, ge=-1e6, le=1e6)
+    """Weight in the weighted sum (finite)."""
 
 
 class RewardConfig(Section):
@@ -23,7 +23,7 @@ class RewardConfig(Section):
     """Reward functions; the total is their weighted sum (capped to [0, 1] by each function)."""
     num_actors: int = Field(2, ge=1, le=256)
     """Reward actors scoring shards of a batch concurrently."""
-    timeout_s: float = Field(30.0, gt=0)
+    timeout_s: float = Field(30.0, gt=0, le=86_400)
     """Per-call timeout; a shard that exceeds it scores 0 and is counted."""
-    num_cpus: float = Field(0.25, gt=0)
+    num_cpus: float = Field(0.25, ge=0)
     """CPUs reserved per reward actor."""

@@ -17,7 +17,17 @@ class RolloutConfig(Section):
     tensor_parallel_size: int = Field(1, ge=1, le=64)
     """vLLM tensor parallelism inside one worker (GPU only)."""
     num_cpus: float = Field(1.0, gt=0)
-    """CPUs reserved per worker (Ray resource)."""
+    """CPUs reserved per worker (Ray's bookkeeping; roles that run one after another may share cores)."""
+    num_threads: int | None = Field(None, ge=1, le=1024)
+    """Torch/OpenMP threads of the worker; None: Ray's default (num_cpus, at least 1)."""
+    call_timeout_s: float = Field(600.0, gt=0, le=86_400)
+    """Deadline of one call (a generation, a weight push); a worker that misses it, or dies, is
+    replaced and its share of the step regenerated."""
+    start_timeout_s: float = Field(600.0, gt=0, le=86_400)
+    """Deadline of a worker's start (engine load)."""
+    max_logprob_gap: float | None = Field(None, gt=0, le=100)
+    """After every push each worker scores a probe sequence; a larger |learner - vLLM| logprob gap
+    means the push did not take (reload once, then fail). None: 1e-3 for float32, 0.1 for 16-bit."""
     num_gpus: float = Field(0.0, ge=0)
     """GPUs reserved per worker; 0 on CPU. With TP > 1 set this to the TP size."""
     placement_strategy: Literal["SPREAD", "STRICT_SPREAD", "PACK", "STRICT_PACK"] = "SPREAD"

@@ -56,11 +56,24 @@ class TrainConfig(Section):
     """Evaluate on the held-out set after RL."""
     eval_limit: int | None = Field(None, ge=1)
     """Evaluate on at most this many held-out rows (None: all)."""
-    checkpoint_every: int = Field(0, ge=0)
-    """Save the adapter every K steps (0: only at the end)."""
+    checkpoint_every: int = Field(10, ge=0)
+    """Save a complete checkpoint every K steps (0: only at the start and the end). A checkpoint holds
+    everything that decides the rest of the run: LoRA, optimizer and scheduler state of every learner
+    rank, the coordinator's state (step, policy version, random generators, prompt queues, adaptive
+    weights, NGRPO switch) and the metrics position."""
+    keep_checkpoints: int = Field(3, ge=1, le=1000)
+    """How many of the newest checkpoints to keep (older ones are deleted after a new one is complete)."""
+    resume: str = Field("auto", min_length=1)
+    """`auto`: a run whose run_name has a complete checkpoint continues from the newest one (without
+    one it starts over); `never`: refuse to reuse a run_name; or the path of a checkpoint folder."""
+    max_restarts: int = Field(3, ge=0, le=1000)
+    """Replacements of dead or hung roles (rollout workers, learner group) the run may make; past it
+    the run stops after a final checkpoint, naming the role, its node and the cause."""
+    max_skipped_updates: int = Field(3, ge=1, le=1000)
+    """Updates in a row that may be skipped for a non-finite loss or gradient norm before the run stops."""
     run_dir: str = "runs"
     """Parent folder of run directories."""
-    run_name: str | None = None
-    """Run folder name (default: a timestamp)."""
+    run_name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+    """Run folder name: letters, digits, `.`, `_`, `-`, not starting with a dot (default: a timestamp)."""
     progress: bool = True
     """Show a progress bar."""

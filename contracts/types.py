@@ -49,8 +49,9 @@ class ScoreRequest:
 class ScoreResult:
     rewards: list[float]
     breakdowns: list[dict[str, float]]
-    failures: int = 0  # completions scored 0 because a reward function raised or timed out
+    failures: int = 0  # completions whose reward failed (raised, timed out, NaN/inf or out of range)
     failure_log: list[str] = field(default_factory=list)
+    failed: list[bool] = field(default_factory=list)  # per completion: its reward failed (scored 0, not trained on)
 
 
 @dataclass
@@ -72,6 +73,11 @@ class LoraUpdate:
     weights: dict[str, Any]  # PEFT state-dict key → CPU float32 tensor
     fingerprint: str
     scale: float  # lora_alpha / r, needed to merge
+    # A fixed token sequence and the learner's logprobs of its tokens from probe_start on, under these
+    # weights: a worker that scores the probe differently does not serve these weights.
+    probe_ids: list[int] | None = None
+    probe_start: int = 0
+    probe_logprobs: list[float] | None = None
 
 
 @dataclass
@@ -82,3 +88,4 @@ class Served:
     version: int
     fingerprint: str  # of the weights it received, equal to the learner's or the push raised
     nbytes: int  # size of the LoRA weights it received
+    probe_gap: float | None = None  # largest |vLLM - learner| logprob of the probe, as served

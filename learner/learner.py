@@ -13,10 +13,10 @@ model with the adapter disabled — no second copy of the weights. Same code on 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 from contextlib import nullcontext
-from dataclasses import dataclass
 
 import torch
 
@@ -26,7 +26,9 @@ from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
 from contracts import lora as lora_io
+from contracts.identity import node_identity
 from contracts.types import LoraUpdate, TrainBatch
+from learner.micro_batches import SUMMED, Norm, logprob_gaps, pad_rows, plan_micro_batches
 from learner.sequences import completion_logits, entropy, pack, token_logprobs
 
 log = logging.getLogger(__name__)
@@ -157,24 +159,9 @@ class Learner:
         return token_logprobs(logits, packed.completion_ids) * packed.completion_mask
 
     def plan_micro_batches(self, batch: TrainBatch) -> list[list[int]]:
-        """This rank's micro-batches, padded with empty ones to the count of the busiest rank.
-
-        Every rank sees the whole batch, so all ranks compute the same global plan without talking:
-        rows that carry gradient are sorted by length (less padding), dealt round-robin, and chunked.
-        Under ZeRO-2/3 each forward/backward is a collective, so every rank must run the same number.
-        """
-        lc = self.algo.loss
-        rows = list(range(len(batch.completion_ids)))
-        if lc.kl_coef == 0:
-            # A zero advantage gives zero gradient when there is no KL term: skip the sequence (it still
-            # counts in the token-mean normaliser).
-            rows = [i for i in rows if batch.advantages[i] != 0.0]
-        rows.sort(key=lambda i: (len(batch.prompt_ids[i]) + len(batch.completion_ids[i]), i))
-        mb = self.cfg.micro_batch_size
-        shards = [rows[r :: self.world_size] for r in range(self.world_size)]
-        count = max(1, max((len(sh) + mb - 1) // mb for sh in shards))
-        mine = [shards[self.rank][i : i + mb] for i in range(0, len(shards[self.rank]), mb)]
-        return mine + [[] for _ in range(count - len(mine))]
+        """This rank's micro-batches (`learner.micro_batches.plan_micro_batches`)."""
+        return plan_micro_batches(batch, self.cfg.micro_batch_size, self.world_size, self.rank,
+                                  skip_zero_advantage=self.algo.loss.kl_coef == 0)
 
     # ---- the update -------------------------------------------------------------------------------
     def train_step(self, batch: TrainBatch) -> dict[str, float]:
@@ -189,7 +176,7 @@ class Learner:
         assert self.engine is not None, "call setup() first"
         lc = self.algo.loss
         # Dr.GRPO divides by a constant: the configured one, else the longest completion of the batch.
-        norm = _Norm(
+        norm = Norm(
             sequences=len(batch.completion_ids),
             tokens=max(1, sum(len(c) for c in batch.completion_ids)),
             max_tokens=lc.max_tokens or max(1, max(len(c) for c in batch.completion_ids)),
@@ -199,8 +186,8 @@ class Learner:
         self.engine.train()
         old, ref = self._fixed_logprobs(batch, micro, on_policy)
 
-        sums = dict.fromkeys(_SUMMED, 0.0)
-        count, loss_total, gaps = 0, 0.0, []
+        sums = dict.fromkeys(SUMMED, 0.0)
+        count, loss_total, gaps, skipped = 0, 0.0, [], False
         for update in range(self.cfg.updates_per_batch):
             for rows in micro:
                 if not rows:
@@ -211,21 +198,24 @@ class Learner:
                     continue
                 loss, m, old_lp = self._micro_step(batch, rows, old.get(tuple(rows)), ref.get(tuple(rows)), norm)
                 if update == 0:  # the learner/rollout gap checks that the workers served these weights
-                    gaps += _logprob_gaps(old_lp, batch, rows)
+                    gaps += logprob_gaps(old_lp, batch, rows)
                 loss_total += loss
-                for k in _SUMMED:
+                for k in SUMMED:
                     sums[k] += float(m.get(k, 0.0))
                 count += 1
             lr = self.scheduler.get_last_lr()[0]
-            self.engine.step()
-            self.scheduler.step()
-        self.version += 1
+            skipped = self._step_unless_non_finite(loss_total) or skipped
+            if skipped:
+                break
         grad_norm = self.engine.get_global_grad_norm()
         gap = torch.cat(gaps) if gaps else torch.zeros(1)
         metrics = {k: v / max(1, count) for k, v in sums.items()}
         if lc.kl_coef == 0:
             metrics.pop("kl_ref")
+        if not skipped:
+            self.version += 1
         metrics.update(
+            update_skipped=float(skipped),
             loss=loss_total / self.cfg.updates_per_batch,
             lr=lr,
             grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
@@ -234,6 +224,32 @@ class Learner:
             learned_sequences=float(sum(len(r) for r in micro)),
         )
         return metrics
+
+    def _step_unless_non_finite(self, loss_total: float) -> bool:
+        """The optimizer step, unless the loss or the gradient is not finite on some rank; then no
+        weight moves, the gradients are dropped and the lr schedule does not advance. Returns skipped.
+
+        ZeRO 1-3 check the global gradient norm themselves and drop a non-finite step; ZeRO-0 hands
+        the gradients to the plain optimizer, so they are checked here."""
+        bad = not math.isfinite(loss_total)
+        if self.cfg.zero_stage == 0:
+            bad = bad or any(p.grad is not None and not torch.isfinite(p.grad).all()
+                             for p in self.engine.module.parameters())
+        if self.world_size > 1:  # every rank takes the same decision (the step is a collective)
+            import torch.distributed as dist
+
+            flag = torch.tensor([float(bad)])
+            dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+            bad = bool(flag.item())
+        if bad and self.cfg.zero_stage == 0:
+            self.engine.zero_grad()
+            return True
+        self.engine.step()  # ZeRO 1-3: a non-finite global gradient norm makes DeepSpeed skip it
+        norm = self.engine.get_global_grad_norm()
+        skipped = bad or (norm is not None and not math.isfinite(float(norm)))
+        if not skipped:
+            self.scheduler.step()
+        return skipped
 
     def _fixed_logprobs(self, batch: TrainBatch, micro: list[list[int]], on_policy: bool) -> tuple[dict, dict]:
         """Per micro-batch: the old logprobs (only when several passes make them differ from the current
@@ -247,7 +263,7 @@ class Learner:
         return old, ref
 
     def _micro_step(self, batch: TrainBatch, rows: list[int], old: torch.Tensor | None, ref: torch.Tensor | None,
-                    norm: _Norm) -> tuple[float, dict[str, float], torch.Tensor]:
+                    norm: Norm) -> tuple[float, dict[str, float], torch.Tensor]:
         """Forward, loss and backward of one micro-batch. Returns (its share of the batch loss, its loss
         metrics with the entropy, the old logprobs it used)."""
         lc = self.algo.loss
@@ -256,7 +272,7 @@ class Learner:
         old_lp = old if old is not None else logp.detach()  # on-policy: the ratio is exactly 1
         weights = None
         if batch.token_weights is not None:
-            weights = _pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
+            weights = pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
         adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
         loss, m = policy_loss(
             logp, old_lp, adv, packed.completion_mask,
@@ -289,10 +305,46 @@ class Learner:
             ctx = deepspeed.zero.GatheredParameters(lora_params, modifier_rank=None)
         with ctx:
             sd = {k: v.detach().to(torch.float32).cpu().clone() for k, v in get_peft_model_state_dict(model).items()}
+        probe = self._probe_logprobs()  # every rank: under ZeRO-3 the forward is a collective
         if self.rank != 0:
             return None
         lc = self.model_cfg.lora
-        return LoraUpdate(self.version, sd, lora_io.fingerprint(sd), lc.alpha / lc.r)
+        update = LoraUpdate(self.version, sd, lora_io.fingerprint(sd), lc.alpha / lc.r)
+        if probe is not None:
+            update.probe_ids = self._probe[0] + self._probe[1]
+            update.probe_start, update.probe_logprobs = len(self._probe[0]), probe
+        return update
+
+    def set_probe(self, prompt_ids: list[int], completion_ids: list[int]) -> None:
+        """A fixed sequence whose completion logprobs every export carries, so that each worker can
+        check that it serves these weights (`RolloutWorker.load_adapter`)."""
+        self._probe = (list(prompt_ids), list(completion_ids))
+
+    @torch.no_grad()
+    def _probe_logprobs(self) -> list[float] | None:
+        if getattr(self, "_probe", None) is None:
+            return None
+        prompt, completion = self._probe
+        packed = pack([prompt], [completion], self.pad_id)
+        return token_logprobs(completion_logits(self.engine, packed), packed.completion_ids)[0].tolist()
+
+    # ---- checkpoints ------------------------------------------------------------------------------
+    def save_state(self, path: str) -> None:
+        """This rank's part of a checkpoint: the LoRA weights, the optimizer state (ZeRO partitions
+        included), the lr schedule and the policy version. Every rank must call it (a collective)."""
+        client = {"version": self.version, "scheduler": self.scheduler.state_dict()}
+        self.engine.save_checkpoint(path, tag="state", client_state=client, save_latest=False,
+                                    exclude_frozen_parameters=True)
+
+    def load_state(self, path: str) -> int:
+        """Restore what `save_state` wrote (every rank); returns the policy version."""
+        _, client = self.engine.load_checkpoint(path, tag="state", load_module_strict=False,
+                                                load_optimizer_states=True, load_lr_scheduler_states=False)
+        if client is None:
+            raise RuntimeError(f"no learner state under {path}")
+        self.scheduler.load_state_dict(client["scheduler"])
+        self.version = int(client["version"])
+        return self.version
 
     def save_adapter(self, path: str) -> str | None:
         """Save the adapter in PEFT format (safetensors); rank 0 writes."""
@@ -309,33 +361,6 @@ class Learner:
     def ready(self) -> int:
         return self.rank
 
-
-# Per-micro-batch metrics averaged over the step (kl_ref only with a KL term).
-_SUMMED = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref")
-
-
-@dataclass(frozen=True)
-class _Norm:
-    """What a micro-batch's loss is normalised against: the whole batch's sequences and tokens."""
-
-    sequences: int
-    tokens: int
-    max_tokens: int  # Dr.GRPO's constant
-
-
-def _logprob_gaps(lp: torch.Tensor, batch: TrainBatch, rows: list[int]) -> list[torch.Tensor]:
-    """|learner − vLLM| logprob per real completion token of each row."""
-    out = []
-    for j, i in enumerate(rows):
-        t = len(batch.completion_ids[i])
-        v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
-        out.append((lp[j, :t].detach().float() - v).abs())
-    return out
-
-
-def _pad_rows(rows: list[list[float]], width: int) -> torch.Tensor:
-    out = torch.zeros((len(rows), width), dtype=torch.float32)
-    for i, r in enumerate(rows):
-        r = r[:width]
-        out[i, : len(r)] = torch.tensor(r, dtype=torch.float32)
-    return out
+    def identity(self) -> tuple[str | None, int]:
+        """(Ray node id, process id) of this rank: where it runs, for events and fault tests."""
+        return node_identity()

@@ -80,10 +80,11 @@ PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
         (gauge("policy_version"), "{{run}} version"),
         (gauge("logprob_gap_mean"), "{{run}} learner-vLLM logprob gap"),
     ], False),
-    ("Steps, reward failures, NGRPO switches (per minute)", "none", [
+    ("Steps, reward failures, NGRPO switches, recoveries (per minute)", "none", [
         (f"rate(ray_ngrpo_steps_total{{{RUN}}}[5m]) * 60", "{{run}} steps"),
         (f"rate(ray_ngrpo_reward_failed_completions_total{{{RUN}}}[5m]) * 60", "{{run}} reward failures"),
         (f"increase(ray_ngrpo_switch_events_total{{{RUN}}}[5m])", "{{run}} switch {{state}}"),
+        (f"increase(ray_ngrpo_recoveries_total{{{RUN}}}[5m])", "{{run}} {{role}} replaced"),
     ], False),
     ("Held-out eval: tool accuracy per category", "percentunit", [
         (f"ray_ngrpo_eval_tool_accuracy_by_category{{{RUN}}}", "{{run}} {{stage}} {{category}}"),

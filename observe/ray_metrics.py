@@ -67,6 +67,9 @@ class RayMetrics:
             PREFIX + "reward_failed_completions", "Completions scored 0 because a reward function raised or hung",
             tag_keys=("run", "role"),
         )
+        self._recoveries = Counter(
+            PREFIX + "recoveries", "Dead or hung roles replaced, per role", tag_keys=("run", "role"),
+        )
         self._switches = Counter(
             PREFIX + "switch_events", "NGRPO switch events (on and off)", tag_keys=("run", "role", "state")
         )
@@ -107,6 +110,10 @@ class RayMetrics:
         failures = numeric(row.get("reward_failures"))
         if failures:
             self._failures.inc(failures, tags={"run": self.run, "role": "reward"})
+
+    def recovery(self, role: str) -> None:
+        """A dead or hung role was replaced (the learner group: rebuilt from a checkpoint)."""
+        self._recoveries.inc(1, tags={"run": self.run, "role": role})
 
     def switch_event(self, active: bool) -> None:
         self._switches.inc(1, tags={"run": self.run, "role": "coordinator", "state": "on" if active else "off"})

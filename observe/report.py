@@ -101,6 +101,23 @@ def switch_lines(run: Run) -> list[str]:
     return out
 
 
+def reliability_lines(run: Run) -> list[str]:
+    """Every recovery, rollback, resume, skipped update and stop of the run, in order."""
+    lines = []
+    for e in run.events:
+        kind, step = e.get("event"), e.get("step")
+        if kind == "recovery":
+            lines.append(f"- step {step}: {e.get('role')}-{e.get('index')} on node {e.get('node') or 'local'} "
+                         f"replaced ({e.get('cause')}); restart {e.get('restarts')}")
+        elif kind in ("rollback", "resume"):
+            lines.append(f"- {kind} to the checkpoint of step {step} ({e.get('path')})")
+        elif kind == "update_skipped":
+            lines.append(f"- step {step}: update skipped (non-finite loss or gradient; {e.get('in_a_row')} in a row)")
+        elif kind == "stopped":
+            lines.append(f"- step {step}: run stopped: {e.get('reason')}")
+    return lines or ["No role failed, no update was skipped."]
+
+
 def eval_markdown(tables: dict[str, dict[str, Any]]) -> str:
     """eval.json as a Markdown table (percentages), for runs that died before writing eval_table.md."""
     names = list(tables)
@@ -141,7 +158,8 @@ def render_report(run: Run, images: dict[str, Path]) -> str:
         out += metrics_lines(run.rows)
     else:
         out.append("No training steps recorded (metrics.jsonl is missing or empty).")
-    out += ["", "## NGRPO switch", *switch_lines(run), "", "## Eval (held-out)", *eval_section(run)]
+    out += ["", "## NGRPO switch", *switch_lines(run), "", "## Reliability", *reliability_lines(run),
+            "", "## Eval (held-out)", *eval_section(run)]
     if images:
         out += ["", "## Plots"]
         for stem, _, caption in PLOTS:

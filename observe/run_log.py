@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,25 @@ class RunLog:
         # the files in the folder as one run.
         self.tensorboard = TensorBoardLog(self.dir / "tensorboard") if tensorboard else None
 
+    def truncate_metrics(self, last_step: int) -> int:
+        """Keep only the rows of steps <= `last_step` (a resumed or rolled-back run writes the later
+        ones again, never twice); a row cut off by a crash goes too. Atomic; returns the rows kept."""
+        self._metrics.close()
+        path = self.dir / "metrics.jsonl"
+        kept = []
+        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= last_step:
+                kept.append(line)
+        tmp = path.with_name(".metrics.jsonl.tmp")
+        tmp.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
+        os.replace(tmp, path)
+        self._metrics = open(path, "a", encoding="utf-8")
+        return len(kept)
+
     def metrics(self, row: dict[str, Any]) -> None:
         self._metrics.write(json.dumps({k: _clean(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
         self._metrics.flush()
@@ -48,13 +68,14 @@ class RunLog:
         self._events.flush()
 
     def write_json(self, name: str, obj: Any) -> Path:
-        path = self.dir / name
-        path.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        return path
+        return self.write_text(name, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
     def write_text(self, name: str, text: str) -> Path:
+        """Replace a file whole (a temporary file renamed over it): a crash leaves the old or the new."""
         path = self.dir / name
-        path.write_text(text, encoding="utf-8")
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
         return path
 
     def close(self) -> None:

@@ -55,7 +55,9 @@ METRICS: tuple[Metric, ...] = (
     _m("sampling_weight/{value}", "coordinator", "adaptive sampling: weight of each category or kind"),
     _m("reward_mean", "reward", "mean reward of the batch (before shaping)"),
     _m("reward_std", "reward", "population std of the batch's rewards"),
-    _m("reward_failures", "reward", "completions scored 0 because a reward function raised or timed out"),
+    _m("reward_failures", "reward", "completions whose reward failed (raised, hung, NaN/inf or out of range): "
+       "left out of their group and the loss"),
+    _m("dropped_groups", "reward", "groups left out of the step for having fewer than two valid rewards"),
     _m("reward/{category}", "reward", "mean reward per category"),
     _m("reward_part/{component}", "reward", "mean of each reward's breakdown part (e.g. tool, params)"),
     _m("frac_reward_zero_std", "reward", "fraction of groups whose rewards are all equal (no GRPO signal)"),
@@ -81,8 +83,11 @@ METRICS: tuple[Metric, ...] = (
     _m("logprob_gap_mean", "learner", "mean |learner - vLLM| logprob of the sampled tokens (push check)"),
     _m("logprob_gap_max", "learner", "largest |learner - vLLM| logprob of one sampled token", "max"),
     _m("learned_sequences", "learner", "sequences that carried gradient (non-zero advantage or KL)", "sum"),
+    _m("update_skipped", "learner", "1 when the update was skipped for a non-finite loss or gradient norm "
+       "(nothing moved, nothing pushed)", "max"),
     _m("weights_fingerprint", "learner", "content hash of the LoRA weights every worker serves", numeric=False),
     _m("push_bytes", "learner", "bytes of LoRA weights pushed to each worker"),
+    _m("probe_gap_max", "rollout", "largest |vLLM - learner| logprob of the probe sequence after the push"),
     _m("time/{phase}", "coordinator", "seconds of each phase of the step: generate, reward, learn, sync"),
 )
 _EXACT = {m.key: m for m in METRICS if m.tag is None}

@@ -29,3 +29,51 @@ def test_unknown_key_and_missing_file():
 def test_evaluate_rejects_missing_adapter():
     p = _run("evaluate.py", "--adapter", "/nonexistent/adapter")
     assert p.returncode == 2 and "/nonexistent/adapter" in p.stderr and "Traceback" not in p.stderr
+
+
+def _refused(tmp_path: Path, *sets: str) -> str:
+    """Run train.py with `sets`; it must exit 2 before Ray starts, with one message and no traceback."""
+    args = ["train.py", "--set", f"train.run_dir={tmp_path}"]
+    for s in sets:
+        args += ["--set", s]
+    p = _run(*args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert "Traceback" not in p.stderr and "Started a local Ray" not in p.stdout + p.stderr
+    return p.stderr
+
+
+def test_non_finite_numbers_and_unsafe_run_names_are_refused(tmp_path):
+    assert "reward.functions.0.weight" in _refused(tmp_path, "reward.functions=[{name: gt, weight: .nan}]")
+    assert "reward.timeout_s" in _refused(tmp_path, "reward.timeout_s=.inf")
+    for name in ("../../x", "/tmp/abs", ".hidden"):
+        assert "train.run_name" in _refused(tmp_path, f"train.run_name={name}")
+
+
+def test_reward_paths_data_files_and_prompt_lengths_are_checked_before_ray(tmp_path):
+    err = _refused(tmp_path, "reward.functions=[{name: 'no_such_module:fn'}]")
+    assert "reward.functions[0].name" in err and "no_such_module" in err
+    err = _refused(tmp_path, "reward.functions=[{name: 'json:__doc__'}]")
+    assert "reward.functions[0].name" in err and "not callable" in err
+    assert "does not exist" in _refused(tmp_path, f"task.train_file={tmp_path}/missing.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"prompt": "x"}\n')
+    assert f"{bad}:1" in _refused(tmp_path, f"task.train_file={bad}")
+    err = _refused(tmp_path, "rollout.max_model_len=128", "rollout.max_tokens=96")
+    assert "rollout.max_model_len" in err and "prompts do not leave" in err
+
+
+def test_a_run_directory_that_cannot_be_written_is_refused(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    err = _refused(tmp_path, f"train.run_dir={blocker}", "train.run_name=x")
+    assert "train.run_dir" in err and "cannot write" in err
+
+
+def test_resume_modes_are_checked(tmp_path):
+    run = tmp_path / "old"
+    run.mkdir()
+    (run / "config.json").write_text("{}")
+    err = _refused(tmp_path, "train.run_name=old", "train.resume=never")
+    assert "train.resume=never" in err and "exists" in err
+    err = _refused(tmp_path, "train.run_name=new", f"train.resume={tmp_path}/nowhere")
+    assert "not a complete checkpoint" in err

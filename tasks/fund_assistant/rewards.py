@@ -164,6 +164,9 @@ def rule_reward(prompts: Any, completions: Any, **columns: Any) -> list[float]:
     return [b["total"] for b in rule_reward_breakdown(prompts, completions, **columns)]
 
 
+rule_reward.reward_range = (0.0, 1.0)  # type: ignore[attr-defined]  # a value outside is a failure
+
+
 # ---------------------------------------------------------------- ground-truth reward
 
 
@@ -188,6 +191,8 @@ class MultistepGTReward:
     no category, a prompt containing "Previous steps:". An unusable label (unparseable, or a tool
     outside the six) is counted in `bad_labels`, warned about once per call, and scores as if the
     label had no tool."""
+
+    reward_range = (0.0, 1.0)  # the pool counts a value outside as a failure
 
     def __init__(self, name: str = "multistep_gt") -> None:
         self.__name__ = name  # TRL names its reward metrics after reward_func.__name__

@@ -9,6 +9,7 @@ pushed LoRA weights.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 from actors.offsets import token_char_offsets
@@ -35,6 +36,9 @@ def scripted_worker(rows: list[dict], script: Script, train_seed: int = 0) -> ty
         def ready(self) -> int:
             return self.worker_index
 
+        def identity(self) -> tuple[None, int]:
+            return None, os.getpid()
+
         def generate(self, prompts, n=None, temperature=None, max_tokens=None, seed=None, offsets=False) -> Rollout:
             n = n or self.cfg.n
             # RL steps pass seed = train_seed * 100_003 + step; the eval seed 0 with n=1; the filter none.
@@ -56,7 +60,7 @@ def scripted_worker(rows: list[dict], script: Script, train_seed: int = 0) -> ty
             spans = token_char_offsets(self.tokenizer, ids) if offsets else None
             return Completion(ids, [0.0] * len(ids), text, finish, self.version, spans)
 
-        def load_adapter(self, update: LoraUpdate) -> Served:
+        def load_adapter(self, update: LoraUpdate, rollback: bool = False) -> Served:
             got = lora_io.fingerprint(update.weights)
             assert got == update.fingerprint
             self.version, self.fingerprint = update.version, got

@@ -17,6 +17,7 @@ from cluster.backend import LocalBackend
 from configs.loader import load_config
 from learner.learner import Learner
 from observe.schema import METRICS, lookup
+from tasks.base import load_task
 from tests.actors.scripted_worker import scripted_worker
 
 pytestmark = pytest.mark.deepspeed
@@ -52,9 +53,9 @@ def _answers(row: dict) -> dict[str, str]:
 
 def _run(tmp_path, overrides: list[str], script, steps: int, learner=Learner) -> tuple[Coordinator, list[dict]]:
     cfg = load_config("tiny-cpu", [*SMALL, f"train.steps={steps}", *overrides])
-    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend())
-    train, held = coord.task.rows()  # the scripted worker answers for these rows
-    coord.roles.update(rollout=scripted_worker(train + held, script), learner=learner)
+    train, held = load_task(cfg.task).rows()  # the scripted worker answers for these rows
+    roles = {"rollout": scripted_worker(train + held, script), "learner": learner}
+    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend(), roles=roles)
     try:
         coord.setup()
         coord.evaluate("before")
@@ -124,12 +125,14 @@ def test_dart_weights_follow_the_thought_and_action_spans(dynamic):
 
 def test_checkpoints_every_k_steps_hold_the_adapter_and_the_state(dynamic):
     coord, _, _ = dynamic
-    for step in (3, 6):
+    for step in (0, 3, 6):
         ckpt = coord.run.dir / "checkpoints" / f"step_{step:05d}"
-        assert (ckpt / "adapter_model.safetensors").exists()
-        state = json.loads((ckpt / "coordinator_state.json").read_text())
+        assert (ckpt / "COMPLETE").exists() and (ckpt / "adapter" / "adapter_model.safetensors").exists()
+        assert list((ckpt / "learner" / "state").glob("*optim_states.pt"))  # the optimizer state too
+        state = json.loads((ckpt / "coordinator.json").read_text())
         assert state["step"] == step and state["policy_version"] == step
     assert not (coord.run.dir / "checkpoints" / "step_00002").exists()
+    assert (coord.run.dir / "checkpoints" / "latest").read_text().strip() == "step_00006"
 
 
 def test_adaptive_sampling_weighs_the_kinds_that_stay_wrong(dynamic):
@@ -173,7 +176,7 @@ def _script_filter(row: dict, n: int, stage) -> list[str]:
 @pytest.fixture(scope="module")
 def filtered(tmp_path_factory):
     overrides = ["algorithm.difficulty.enabled=true", "algorithm.difficulty.num_samples=4",
-                 "learner.updates_per_batch=2", "algorithm.ngrpo.mode=off"]
+                 "learner.updates_per_batch=2", "algorithm.ngrpo.mode=off", "cluster.env_vars={API_TOKEN: s3cr3t}"]
     return _run(tmp_path_factory.mktemp("filtered"), overrides, _script_filter, 3)
 
 
@@ -184,6 +187,15 @@ def test_the_difficulty_filter_drops_all_right_and_all_wrong_prompts(filtered):
     assert coord.info["difficulty_kept"] == len(coord.train_rows) < coord.info["difficulty_from"]
 
 
+def test_env_var_values_never_reach_the_run_directory(filtered):
+    coord, _ = filtered
+    saved = json.loads((coord.run.dir / "config.json").read_text())
+    assert saved["cluster"]["env_vars"] == {"API_TOKEN": "<redacted>"}
+    for f in coord.run.dir.rglob("*"):
+        if f.is_file() and f.suffix in (".json", ".jsonl", ".md"):
+            assert "s3cr3t" not in f.read_text(errors="replace"), f
+
+
 def test_a_second_pass_over_the_batch_is_off_policy(filtered):
     _, rows = filtered
     # Pass 1 starts from the sampling weights (ratio 1); pass 2 from the moved ones.
@@ -191,8 +203,86 @@ def test_a_second_pass_over_the_batch_is_off_policy(filtered):
     assert all(not r["ngrpo_active"] for r in rows)
 
 
-def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered):
-    emitted = {k for r in dynamic[1] + filtered[1] for k in r}
+def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered, bad_numbers):
+    emitted = {k for r in dynamic[1] + filtered[1] + bad_numbers[1] for k in r}
     declared = {m.key for m in METRICS}
     unused = {k for k in declared if not any(lookup(e).key == k for e in emitted)}
     assert not unused, f"the schema declares keys no run emits: {sorted(unused)}"
+
+
+def flaky(prompts, completions, **columns):
+    """A user reward with bugs: NaN on junk, an exception on "boom", 5.0 (outside its declared range)
+    on "huge"; 0.5 otherwise."""
+    out = []
+    for c in completions:
+        if "boom" in c:
+            raise RuntimeError("reward bug")
+        out.append(float("nan") if c == "not json" else 5.0 if "huge" in c else 0.5)
+    return out
+
+
+flaky.reward_range = (0.0, 1.0)
+
+
+def _script_bad(row: dict, n: int, stage) -> list[str]:
+    """Step 1: per group two good answers and three whose reward fails; step 2: every group has one
+    valid sample only."""
+    a = _answers(row)
+    sol = json.loads(row["solution"])
+    boom = json.dumps({**sol, "thought": "boom"}, ensure_ascii=False)
+    huge = json.dumps({**sol, "thought": "huge"}, ensure_ascii=False)
+    if stage == "eval":
+        return [a["right"]]
+    if stage == 1:
+        return [a["right"], a["wrong"], a["junk"], boom, huge][:n]
+    return [a["junk"], boom, huge, a["junk"], a["right"]][:n]
+
+
+@pytest.fixture(scope="module")
+def bad_numbers(tmp_path_factory):
+    RecordingLearner.batches = []
+    overrides = ["rollout.n=5", "reward.functions=[{name: gt, weight: 1.0}, "
+                 "{name: 'tests.actors.test_coordinator:flaky', weight: 0.5}]", "algorithm.ngrpo.mode=off"]
+    coord, rows = _run(tmp_path_factory.mktemp("bad"), overrides, _script_bad, 2, learner=RecordingLearner)
+    return coord, rows, list(RecordingLearner.batches)
+
+
+def test_failed_rewards_are_counted_and_left_out_of_groups_and_loss(bad_numbers):
+    coord, rows, batches = bad_numbers
+    first, second = rows
+    assert first["reward_failures"] == 3 * 4 and first["dropped_groups"] == 0
+    assert len(batches[0].completion_ids) == 2 * 4  # only the valid samples reach the learner
+    assert first["policy_version"] == 1
+    # Step 2: one valid sample per group: no comparison, every group dropped, nothing learned or pushed.
+    assert second["reward_failures"] == 4 * 4 and second["dropped_groups"] == 4
+    assert len(batches) == 1 and second["policy_version"] == 1 and "loss" not in second
+    logged = [json.loads(x) for x in (coord.run.dir / "events.jsonl").read_text().splitlines()]
+    causes = " ".join(e["detail"] for e in logged if e["event"] == "reward_failure")
+    assert "NaN" in causes and "RuntimeError: reward bug" in causes and "declared range" in causes
+
+
+def _script_spread(row: dict, n: int, stage) -> list[str]:
+    a = _answers(row)
+    return [a["right"]] if stage == "eval" else [a[("right", "wrong", "junk")[i % 3]] for i in range(n)]
+
+
+def test_a_resumed_run_writes_the_rows_the_straight_run_wrote(tmp_path):
+    over = ["train.checkpoint_every=2", "algorithm.ngrpo.mode=dynamic", "train.sampling=adaptive",
+            "train.adaptive_by=kind"]
+    _, straight = _run(tmp_path / "a", over, _script_spread, 4)
+    first, _ = _run(tmp_path / "b", over, _script_spread, 3)  # ends with a checkpoint at step 3
+    cfg = load_config("tiny-cpu", [*SMALL, "train.steps=4", *over])
+    train, held = load_task(cfg.task).rows()
+    coord = Coordinator(cfg, str(first.run.dir), backend=LocalBackend(),
+                        roles={"rollout": scripted_worker(train + held, _script_spread)})
+    try:
+        info = coord.setup(resume=str(first.run.dir / "checkpoints" / "step_00002"))  # not the newest
+        assert info["step"] == 2 and coord.version == 2
+        resumed = [coord.train_step() for _ in range(2)]
+    finally:
+        coord.shutdown()
+    lines = (first.run.dir / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(x)["step"] for x in lines] == [1, 2, 3, 4]  # step 3 once: the later rows were dropped
+    for a, b in zip(straight[2:], resumed):
+        assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
+            k: v for k, v in b.items() if not k.startswith("time/")}

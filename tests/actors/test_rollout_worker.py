@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from actors.rollout_worker import PushError, RolloutWorker
+from actors.errors import PushError
+from actors.rollout_worker import RolloutWorker
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io
@@ -16,14 +17,21 @@ from contracts.types import LoraUpdate
 pytestmark = [pytest.mark.vllm, pytest.mark.ray]
 
 
+class _Sync:
+    """Calls on the actor, answered synchronously."""
+
+    def __init__(self, actor):
+        self.actor = actor
+
+    def __getattr__(self, name):
+        import ray
+
+        return lambda *a, **k: ray.get(getattr(self.actor, name).remote(*a, **k))
+
+
 def _worker(ray, *args, **kwargs):
     actor = ray.remote(RolloutWorker).options(num_cpus=1).remote(*args, **kwargs)
-
-    class Sync:
-        def __getattr__(self, name):
-            return lambda *a, **k: ray.get(getattr(actor, name).remote(*a, **k))
-
-    return Sync(), actor
+    return _Sync(actor), actor
 PROMPT = "<|im_start|>user\n查一下我的余额<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -114,3 +122,39 @@ def test_min_p_cuts_the_sampling_tail(tiny_paths, ray_local):
     sampled = [c.token_ids for c in w.generate([PROMPT]).groups[0]]
     ray_local.kill(actor)
     assert len(sampled) == 6 and all(s == greedy for s in sampled)
+
+
+class NoopReloadWorker(RolloutWorker):
+    """A fault: a merged reload that does nothing, while the worker reports the new fingerprint."""
+
+    def _reload_merged(self, update):
+        pass
+
+
+def _with_probe(update: LoraUpdate, model_dir, tok) -> LoraUpdate:
+    prompt = tok(PROMPT, add_special_tokens=False)["input_ids"]
+    completion = tok('{"thought": "先查余额", "action": {"tool": "check_balance"}}', add_special_tokens=False)["input_ids"]
+    update.probe_ids, update.probe_start = prompt + completion, len(prompt)
+    update.probe_logprobs = _teacher_forced_logprobs(model_dir, update, prompt, completion).tolist()
+    return update
+
+
+@pytest.mark.parametrize("cls", [RolloutWorker, NoopReloadWorker])
+def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, ray_local, cls):
+    lcfg = LoraConfig(r=8, alpha=16)
+    cfg = RolloutConfig(n=2, max_tokens=8, max_model_len=256, kv_cache_memory_bytes=64 * 1024**2)
+    actor = ray_local.remote(cls).options(num_cpus=1).remote(
+        str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg)
+    w = _Sync(actor)
+    update = _with_probe(_random_lora(tiny_paths.model_dir, lcfg, seed=3, version=1), tiny_paths.model_dir,
+                         tiny_tokenizer)
+    try:
+        if cls is RolloutWorker:
+            served = w.load_adapter(update)
+            assert served.probe_gap < 1e-3  # vLLM scores the probe as the learner does
+        else:
+            with pytest.raises(PushError, match="did not take"):
+                w.load_adapter(update)
+            assert w.fingerprint() == (0, "base")  # it does not claim the new version
+    finally:
+        ray_local.kill(actor)

@@ -14,6 +14,15 @@ MODULES = [
     "algo.token_weights",
     "algo.schedule",
     "algo.sampling",
+    "algo.step",
+    "algo.stats",
+    "learner.micro_batches",
+    "actors.checkpoints",
+    "actors.data_stream",
+    "observe.tables",
+    "observe.schema",
+    "cluster.backend",
+    "cluster.actor_group",
 ]
 
 

@@ -1,9 +1,12 @@
 """`ray job submit` against a real head started with `ray start --head`, as a user on a cluster does.
 
-One short training job (3 RL steps, tiny model) is submitted with the CLI from the repo root. While it
-runs, the node's Prometheus export is scraped for the training metrics and the dashboard's state API is
-asked for the actors' names. The head is started with `--block` in a child process, so stopping that
-process stops exactly this head (never `ray stop`, which would stop every Ray on the machine).
+The head is a plain one on this 2-core machine (Ray counts the CPUs itself) with token authentication
+on, the way the cluster files run it: the default preset's roles must fit it, and the Jobs API must
+refuse a client without the token. One short training job (3 RL steps, tiny model) is submitted with
+the CLI from the repo root. While it runs, the node's Prometheus export is scraped for the training
+metrics and the dashboard's state API is asked for the actors' names. The head is started with
+`--block` in a child process, so stopping that process stops exactly this head (never `ray stop`,
+which would stop every Ray on the machine).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import socket
 import subprocess
 import sys
@@ -27,7 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.d
 BIN = Path(sys.executable).parent
 RUN = "submitted"
 OVERRIDES = [
-    "learner.num_cpus=1", "rollout.num_cpus=1", "rollout.n=4", "rollout.max_tokens=24",
+    "rollout.n=4", "rollout.max_tokens=24",
     "rollout.kv_cache_memory_bytes=67108864", "train.prompts_per_step=4", "train.steps=3", "train.eval_limit=12",
     "train.warmup.enabled=false", "algorithm.ngrpo.mode=on", f"train.run_name={RUN}", "train.progress=false",
 ]
@@ -39,9 +43,18 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _get(url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(url, timeout=timeout) as r:  # noqa: S310 - local test cluster
+TOKEN = secrets.token_hex(16)
+
+
+def _get(url: str, timeout: float = 5.0, token: str | None = TOKEN) -> str:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    req = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(req, timeout=timeout) as r:  # noqa: S310 - local test cluster
         return r.read().decode()
+
+
+def _logs(api: str) -> str:
+    return json.loads(_get(f"{api}/logs"))["logs"]
 
 
 @pytest.fixture(scope="module")
@@ -50,14 +63,17 @@ def head(tmp_path_factory):
     ports = {k: _free_port() for k in ("gcs", "dashboard", "metrics", "client", "agent", "agent_grpc", "env")}
     env = {
         **os.environ,
-        "RAY_AUTH_MODE": "disabled",  # docs/platform.md#ray-start-up-and-auth: Ray 2.60's token auth would refuse the CLI client
+        # Token authentication, as the cluster files set it (docs/platform.md#ray-start-up-and-auth); the CLI
+        # and the job client take the token from the environment.
+        "RAY_AUTH_MODE": "token",
+        "RAY_AUTH_TOKEN": TOKEN,
         "RAY_metrics_report_interval_ms": "1000",  # export every second so a short job is seen
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # the job's `python` is this venv's
     }
     env.pop("RAY_ADDRESS", None)
     log = open(tmp_path_factory.mktemp("head") / "head.log", "w")
     proc = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", "--block", "--num-cpus=5", "--node-ip-address=127.0.0.1",
+        [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
          f"--port={ports['gcs']}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
          f"--dashboard-port={ports['dashboard']}", f"--metrics-export-port={ports['metrics']}",
          f"--ray-client-server-port={ports['client']}", f"--dashboard-agent-listen-port={ports['agent']}",
@@ -88,8 +104,8 @@ def head(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def job(head, tmp_path_factory):
-    """Submit the short run with the CLI; scrape metrics and list actors while it runs."""
-    from ray.job_submission import JobStatus, JobSubmissionClient
+    """Submit the short run with the CLI; follow it, scrape metrics and list actors with the Jobs
+    API's REST endpoints and the token (this process may hold another Ray's token already)."""
 
     run_root = tmp_path_factory.mktemp("runs")
     sid = f"ngrpo-test-{int(time.time())}"
@@ -100,15 +116,14 @@ def job(head, tmp_path_factory):
          *[a for o in OVERRIDES + [f"train.run_dir={run_root}"] for a in ("--set", o)]],
         cwd=ROOT, env=head["env"], check=True, capture_output=True, text=True, timeout=120,
     )
-    client = JobSubmissionClient(head["dashboard"])
+    api = f"{head['dashboard']}/api/jobs/{sid}"
     scrapes, names = [], set()
     while True:
-        status = client.get_job_status(sid)
-        if status in (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.STOPPED):
+        status = json.loads(_get(api))["status"]
+        if status in ("SUCCEEDED", "FAILED", "STOPPED"):
             break
         if time.monotonic() - t0 > 900:
-            client.stop_job(sid)
-            raise TimeoutError(f"job {sid} still {status} after 900s:\n{client.get_job_logs(sid)[-3000:]}")
+            raise TimeoutError(f"job {sid} still {status} after 900s:\n{_logs(api)[-3000:]}")
         try:
             scrapes.append(_get(head["metrics"]))
             actors = json.loads(_get(f"{head['dashboard']}/api/v0/actors?limit=1000"))
@@ -117,7 +132,7 @@ def job(head, tmp_path_factory):
             pass  # the export or the state API may not answer in the first seconds
         time.sleep(2)
     return {
-        "status": status, "seconds": time.monotonic() - t0, "logs": client.get_job_logs(sid),
+        "status": status, "seconds": time.monotonic() - t0, "logs": _logs(api),
         "run_dir": run_root / RUN, "scrapes": scrapes, "names": names,
     }
 
@@ -150,3 +165,12 @@ def test_training_metrics_reach_the_prometheus_export(job):
 def test_actors_have_readable_names(job):
     want = {f"{RUN}/coordinator", f"{RUN}/rollout-0", f"{RUN}/learner-0", f"{RUN}/reward-0", f"{RUN}/reward-1"}
     assert want <= job["names"], f"missing {sorted(want - job['names'])}; saw {sorted(job['names'])}"
+
+
+def test_the_jobs_api_refuses_a_client_without_the_token(head):
+    import urllib.error
+
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        _get(f"{head['dashboard']}/api/jobs/", token=None)
+    assert refused.value.code in (401, 403)
+    assert _get(f"{head['dashboard']}/api/jobs/") is not None  # with the token it answers

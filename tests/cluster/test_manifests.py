@@ -346,8 +346,20 @@ def test_run_dir_and_model_cache_live_on_storage_every_node_shares():
             c_env = {e["name"]: e.get("value") for e in c.get("env", [])}
             assert c_env["HF_HOME"] == env["HF_HOME"], c["name"]  # the same cache layout as the launcher
     for c in [c for pod, _ in _pod_specs(_rayjob()).values() for c in pod["containers"]]:
-        c_env = {e["name"]: e.get("value") for e in c.get("env", [])}
-        assert c_env.get("RAY_AUTH_MODE") == env.get("RAY_AUTH_MODE"), c["name"]
+        c_env = {e["name"]: e for e in c.get("env", [])}
+        assert c_env["RAY_AUTH_MODE"]["value"] == env["RAY_AUTH_MODE"] == "token", c["name"]
+        assert c_env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]["name"] == "ngrpo-ray-auth", c["name"]
+
+
+def test_both_clusters_run_token_auth_and_keep_the_dashboard_private():
+    launcher = _launcher()
+    env = _run_option_env(launcher["docker"]["run_options"])
+    assert env["RAY_AUTH_MODE"] == "token" and env["RAY_AUTH_TOKEN_PATH"]
+    assert "~/.ray/auth_token" in launcher["file_mounts"].values()
+    head = " ".join(launcher["head_start_ray_commands"])
+    assert "--dashboard-host=127.0.0.1" in head and "0.0.0.0" not in head
+    text = (Path(__file__).resolve().parents[2] / "cluster" / "kuberay-rayjob.yaml").read_text()
+    assert "RAY_AUTH_MODE, value: disabled" not in text and "kubectl create secret generic ngrpo-ray-auth" in text
 
 
 def test_both_clusters_fetch_the_presets_base_model():

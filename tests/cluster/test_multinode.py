@@ -31,9 +31,11 @@ def test_three_node_run_spreads_rollouts_and_packs_learners(tmp_path):
     run = tmp_path / "multinode"
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
     placement = next(e for e in events if e["event"] == "placement")
-    assert len(set(placement["rollout"])) == 2, placement  # SPREAD: one worker per node
-    assert len(set(placement["learner"])) == 1, placement  # PACK: both ranks on one node
-    nodes = set(placement["rollout"]) | set(placement["learner"]) | set(placement["reward"])
+    node = {role: {x["node"] for x in placement[role]} for role in ("rollout", "learner", "reward")}
+    assert len(node["rollout"]) == 2, placement  # SPREAD: one worker per node
+    assert len(node["learner"]) == 1, placement  # PACK: both ranks on one node
+    assert all(x["pid"] for x in placement["rollout"] + placement["learner"])  # and the process of each
+    nodes = node["rollout"] | node["learner"] | node["reward"]
     assert len(nodes) == 3  # every node of the cluster took part
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
     assert [r["policy_version"] for r in rows] == [1, 2]  # both steps pushed to both workers

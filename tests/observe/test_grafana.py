@@ -10,6 +10,7 @@ from observe.ray_metrics import split_key
 
 # What RayMetrics exports besides one gauge per row key (see observe/ray_metrics.py).
 COUNTERS = {"ngrpo_steps_total", "ngrpo_reward_failed_completions_total", "ngrpo_switch_events_total",
+            "ngrpo_recoveries_total",
             "ngrpo_phase_seconds_bucket"}
 ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_all_max", "frac_zero_std_all_min",
             "ngrpo_active", "tool_accuracy", "tool_accuracy/x", "reward/x", "reward_part/x", "time/x", "grad_norm",

@@ -1,0 +1,200 @@
+"""What is checked before Ray starts anything, and the resume decision.
+
+Each problem is one line naming the key or the file and what is allowed; `train.py` prints them all
+and exits with status 2, so a bad reward path or a missing data file costs a second, not a warm-up.
+Config values themselves (types, bounds, finite numbers, a plain run name) are validated by the config
+models before this runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from actors.checkpoints import MARKER, CheckpointStore
+from configs.root import Config
+
+# Files of a run that a fresh start replaces (a run that never reached a complete checkpoint).
+RUN_OUTPUTS = ("metrics.jsonl", "events.jsonl", "eval.json", "eval_table.md", "ngrpo_switch_events.json",
+               "tensorboard", "report", "checkpoints", "adapter")
+
+
+class PreflightError(Exception):
+    """Problems found before starting; `lines` holds one message per problem."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+@dataclass
+class Plan:
+    run_dir: Path
+    resume: Path | None  # the checkpoint to continue from, or None for a fresh start
+
+
+def preflight(cfg: Config, run_dir: Path) -> Plan:
+    """Check the run directory, the reward functions, the task's data and prompt lengths; decide
+    whether the run resumes. Raises PreflightError listing every problem found."""
+    problems: list[str] = []
+    plan = Plan(run_dir, None)
+    try:
+        plan = resume_plan(cfg.train.resume, run_dir)
+        if plan.resume is not None:
+            problems += config_changes(cfg, plan.run_dir)
+    except PreflightError as e:
+        problems += e.lines
+    problems += _writable(plan.run_dir)
+    problems += _rewards(cfg)
+    problems += _task(cfg)
+    if problems:
+        raise PreflightError(problems)
+    return plan
+
+
+def resume_plan(mode: str, run_dir: Path) -> Plan:
+    """`auto`: continue from the run's newest complete checkpoint (none: start over); `never`: the run
+    must be new; else a checkpoint folder, whose run it continues."""
+    exists = (run_dir / "config.json").exists()
+    if mode == "never":
+        if exists:
+            raise PreflightError([f"train.resume=never: run {run_dir.name!r} exists ({run_dir}); choose another "
+                                  "train.run_name, or set train.resume=auto to continue it"])
+        return Plan(run_dir, None)
+    if mode == "auto":
+        return Plan(run_dir, CheckpointStore(run_dir).latest() if exists else None)
+    path = Path(mode).expanduser().resolve()
+    if not (path / MARKER).exists() or not (path / "coordinator.json").exists():
+        raise PreflightError([f"train.resume: {path} is not a complete checkpoint folder (one with {MARKER} "
+                              "and coordinator.json, e.g. runs/<run>/checkpoints/step_00010)"])
+    return Plan(path.parent.parent, path)
+
+
+# Keys a resumed run may change: how long it runs, how it is watched and where it runs.
+MAY_CHANGE = ("train.steps", "train.resume", "train.progress", "train.max_restarts", "train.max_skipped_updates",
+              "train.checkpoint_every", "train.keep_checkpoints", "train.eval_after", "train.run_dir",
+              "train.run_name", "cluster.", "rollout.call_timeout_s", "rollout.start_timeout_s",
+              "learner.call_timeout_s")
+
+
+def config_changes(cfg: Config, run_dir: Path) -> list[str]:
+    """A resumed run must be the same run: list the keys whose value differs from its config.json."""
+    import json
+
+    from cluster.runtime import redacted
+
+    saved_path = run_dir / "config.json"
+    if not saved_path.exists():
+        return []
+    saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    now = redacted(cfg.model_dump(mode="json"))
+    diff = [k for k in _diff(saved, now) if not k.startswith(MAY_CHANGE)]
+    if not diff:
+        return []
+    return [f"train.resume: the config differs from the run's {saved_path} in {', '.join(diff)}; resume with "
+            "the same settings, or start a new run (another train.run_name)"]
+
+
+def _diff(a, b, prefix: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [k for key in sorted(set(a) | set(b)) for k in _diff(a.get(key), b.get(key), f"{prefix}{key}.")]
+    return [] if a == b else [prefix.rstrip(".")]
+
+
+def start_over(run_dir: Path) -> list[str]:
+    """Remove the outputs of a run that never reached a complete checkpoint; returns what went."""
+    gone = []
+    for name in RUN_OUTPUTS:
+        p = run_dir / name
+        if p.exists():
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            gone.append(name)
+    return gone
+
+
+def _writable(run_dir: Path) -> list[str]:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=run_dir, prefix=".write-check-"):
+            pass
+    except OSError as e:
+        return [f"train.run_dir: cannot write the run directory {run_dir} ({e.strerror or e})"]
+    return []
+
+
+def _rewards(cfg: Config) -> list[str]:
+    from rewards.registry import RewardNotFoundError, get_reward
+
+    out = []
+    for i, f in enumerate(cfg.reward.functions):
+        try:
+            get_reward(f.name)
+        except (RewardNotFoundError, TypeError, ValueError) as e:
+            out.append(f"reward.functions[{i}].name: {e}")
+        except Exception as e:  # noqa: BLE001 - user code raised while importing
+            out.append(f"reward.functions[{i}].name: importing {f.name!r} raised {type(e).__name__}: {e}")
+    return out
+
+
+def _task(cfg: Config) -> list[str]:
+    """The task loads, its data files exist and parse, and its prompts fit the engine."""
+    from configs.loader import ConfigError
+    from tasks.base import load_task
+
+    for key in ("train_file", "eval_file"):
+        path = getattr(cfg.task, key)
+        if path and not Path(path).is_file():
+            return [f"task.{key}: {path} does not exist"]
+    try:
+        task = load_task(cfg.task)
+        train, held = task.rows()
+    except ConfigError as e:
+        return [str(e)]
+    except (ValueError, OSError) as e:  # DataError names the file and line
+        return [f"task data: {e}"]
+    if not train:
+        return ["task: no training rows"]
+    return _prompt_lengths(cfg, task, train + held)
+
+
+def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:
+    from transformers import AutoTokenizer
+
+    from models.tiny import resolve_model
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
+        tok = AutoTokenizer.from_pretrained(str(paths.tokenizer_dir))
+    except OSError as e:
+        return [f"model.name: cannot load the tokenizer of {cfg.model.tokenizer or cfg.model.name} offline ({e})"]
+    limit = cfg.rollout.max_model_len - cfg.rollout.max_tokens
+    lengths = [len(tok(task.render_prompt(tok, r), add_special_tokens=False)["input_ids"]) for r in rows]
+    too_long = [i for i, n in enumerate(lengths) if n > limit]
+    if not too_long:
+        return []
+    worst = max(too_long, key=lambda i: lengths[i])
+    return [f"rollout.max_model_len: {len(too_long)} prompts do not leave rollout.max_tokens="
+            f"{cfg.rollout.max_tokens} tokens to answer in {cfg.rollout.max_model_len} (the longest has "
+            f"{lengths[worst]} tokens: {rows[worst]['prompt'][:60]!r}); raise rollout.max_model_len"]
+
+
+def resource_problems(cfg: Config, total: dict[str, float]) -> list[str]:
+    """What the roles ask of the cluster, all alive at once, against what it has."""
+    c = cfg
+    parts = {"rollout": (c.rollout.num_workers, c.rollout.num_cpus, c.rollout.num_gpus),
+             "learner": (c.learner.world_size, c.learner.num_cpus, c.learner.num_gpus),
+             "reward": (c.reward.num_actors, c.reward.num_cpus, 0.0)}
+    out = []
+    for res, col, key in (("CPU", 1, "num_cpus"), ("GPU", 2, "num_gpus")):
+        need = sum(p[0] * p[col] for p in parts.values())
+        have = total.get(res, 0.0)
+        if need > have + 1e-9:
+            asked = ", ".join(f"{role} {p[0]} x {p[col]:g}" for role, p in parts.items() if p[col])
+            out.append(f"the roles ask for {need:g} {res} ({asked}) but the cluster has {have:g}: lower "
+                       f"rollout.{key} / learner.{key} / reward.{key}, or add nodes (Ray's CPU count is bookkeeping: "
+                       "threads are set by rollout.num_threads and learner.num_threads)")
+    return out

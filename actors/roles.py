@@ -1,0 +1,194 @@
+"""The roles of a run — rollout workers, learner ranks, reward actors — with deadlines and recovery.
+
+Owns starting the three groups, every call to them with its role's deadline, and what happens when a
+role fails: a rollout worker that dies or misses its deadline is replaced in its own bundle, loaded
+with the policy the others serve (verified by the probe), and its share of the generation is sampled
+again with the same seed, so the step is what it would have been; a learner rank that fails raises
+`RoleFailure`, and the coordinator rebuilds the learner group from the newest checkpoint. Each failure
+goes to `on_failure` first, which counts it against `train.max_restarts`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from actors.generation import Generation
+from actors.reward_pool import RewardPool
+from actors.errors import PushError, RoleFailure
+from cluster.actor_group import ActorGroup
+from cluster.backend import Backend
+from configs.root import Config
+from contracts.types import Rollout, Served, TrainBatch
+from observe.schema import merge_ranks
+
+log = logging.getLogger(__name__)
+
+
+class Roles:
+    def __init__(self, cfg: Config, backend: Backend, classes: dict[str, type], env_vars: dict[str, str],
+                 name_prefix: str, on_failure: Callable[[RoleFailure], None]) -> None:
+        self.cfg, self.backend, self.classes = cfg, backend, classes
+        self.env_vars, self.name_prefix, self.on_failure = env_vars, name_prefix, on_failure
+        self.update_ref: Any = None  # the policy every worker serves (None: the base model)
+        self.probe: tuple[list[int], list[int]] | None = None
+
+    # ---- start ------------------------------------------------------------------------------------
+    def start(self, model_dir: str, tokenizer_dir: str, judge: str) -> dict:
+        """Learner ranks, rollout workers and reward actors; returns trainable params and placement."""
+        self.model_dir, self.tokenizer_dir = model_dir, tokenizer_dir
+        trainable = self.start_learners()
+        c = self.cfg
+        self.rollout = self._group(
+            "rollout", c.rollout.num_workers, c.rollout.placement_strategy, c.rollout.num_cpus, c.rollout.num_gpus,
+            c.rollout.num_threads, lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
+                                              {"dtype": c.model.dtype, "worker_index": i, "seed": c.train.seed}))
+        self._wait(self.rollout, self.rollout.call("ready"), "rollout", c.rollout.start_timeout_s)
+        functions = [(f.name, f.weight) for f in c.reward.functions]
+        reward_group = self._group("reward", c.reward.num_actors, None, c.reward.num_cpus, 0, None,
+                                   lambda i: ((functions, c.reward.timeout_s), {"index": i, "judge": judge}))
+        self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1)
+        self.pool.wait_ready()
+        return {"trainable_params": trainable, "placement": self.placement()}
+
+    def start_learners(self) -> int:
+        """A learner group (a new rendezvous port each time: a broken group cannot be rejoined)."""
+        c, world = self.cfg, self.cfg.learner.world_size
+        self.learners = self._group(
+            "learner", world, c.learner.placement_strategy, c.learner.num_cpus, c.learner.num_gpus,
+            c.learner.num_threads, lambda i: ((self.model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
+                                              {"rank": i, "world_size": world, "seed": c.train.seed,
+                                               "rl_steps": c.train.steps}))
+        addr, port = self.learner_call("rendezvous", ranks=[0])[0]
+        trainable = self.learner_call("setup", addr, port)
+        if self.probe is not None:
+            self.learner_call("set_probe", *self.probe)
+        return trainable[0]
+
+    def _group(self, role: str, count: int, strategy: str | None, cpus: float, gpus: float, threads: int | None,
+               args_for: Callable[[int], tuple[tuple, dict]]) -> ActorGroup:
+        env = dict(self.env_vars)
+        if threads:  # explicit threads: Ray's CPU count is bookkeeping (docs/platform.md#threads-and-pinning)
+            env["OMP_NUM_THREADS"] = str(threads)
+        return ActorGroup(self.classes[role], count, name=role, backend=self.backend, strategy=strategy,
+                          resources={"num_cpus": cpus, "num_gpus": gpus}, runtime_env={"env_vars": env},
+                          name_prefix=self.name_prefix, args_for=args_for)
+
+    def placement(self) -> dict:
+        """Per role: the node and process of each actor (processes for operators and fault tests)."""
+        groups = {"learner": self.learners, "rollout": self.rollout, "reward": self.pool.group}
+        return {role: [{"node": n, "pid": pid} for n, pid in g.get(g.call("identity"))] for role, g in groups.items()}
+
+    def set_probe(self, prompt_ids: list[int], completion_ids: list[int]) -> None:
+        """The sequence every push is checked with (kept for a rebuilt learner group)."""
+        self.probe = (list(prompt_ids), list(completion_ids))
+        self.learner_call("set_probe", *self.probe)
+
+    # ---- calls with deadlines ---------------------------------------------------------------------
+    def _wait(self, group: ActorGroup, refs: list, role: str, timeout: float) -> list:
+        answers, failures = group.gather(dict(enumerate(refs)), timeout)
+        if failures:
+            i, cause = next(iter(failures.items()))
+            raise RoleFailure(role, i, self._node(group, i), cause)
+        return [answers[i] for i in range(len(refs))]
+
+    def _node(self, group: ActorGroup, i: int) -> str | None:
+        try:
+            return group.node_ids()[i]
+        except Exception:  # noqa: BLE001 - a name for the message only
+            return None
+
+    def learner_call(self, method: str, *args: Any, ranks: list[int] | None = None,
+                     timeout: float | None = None) -> list:
+        """`method` on every learner rank (or `ranks`), within the learner's deadline."""
+        actors = self.learners.actors if ranks is None else [self.learners.actors[r] for r in ranks]
+        refs = [self.backend.call(a, method, *args) for a in actors]
+        return self._wait(self.learners, refs, "learner", timeout or self.cfg.learner.call_timeout_s)
+
+    def learn(self, batch: TrainBatch) -> dict[str, float]:
+        """One update on every rank (the batch travels as one object reference)."""
+        return merge_ranks(self.learner_call("train_step", self.backend.put(batch)))
+
+    def generate(self, prompts: list[str], **sampling: Any) -> Generation:
+        """n completions per prompt, split over the workers in order; a worker that fails is replaced
+        and its share generated again with the same sampling (and seed)."""
+        k = len(self.rollout)
+        chunks = [prompts[i * len(prompts) // k : (i + 1) * len(prompts) // k] for i in range(k)]
+        pending = {i: ch for i, ch in enumerate(chunks) if ch}
+        done: dict[int, Rollout] = {}
+        while pending:
+            refs = {i: self.backend.call(self.rollout.actors[i], "generate", ch, **sampling) for i, ch in pending.items()}
+            answers, failures = self.rollout.gather(refs, self.cfg.rollout.call_timeout_s)
+            done.update(answers)
+            pending = {i: pending[i] for i in failures}
+            for i, cause in failures.items():
+                self.replace_worker(i, cause)
+        rollouts = [done[i] for i in sorted(done)]
+        return Generation(prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
+                          groups=[g for r in rollouts for g in r.groups], versions=[r.policy_version for r in rollouts])
+
+    def replace_worker(self, i: int, cause: str) -> None:
+        """Count the failure, start a new worker in the same bundle and load the served policy."""
+        self._replace(i, cause)
+        if self.update_ref is not None:
+            self.load([i], self.update_ref, rollback=True)
+
+    def _replace(self, i: int, cause: str) -> None:
+        self.on_failure(RoleFailure("rollout", i, self._node(self.rollout, i), cause))
+        self.rollout.replace(i)
+        self._wait(self.rollout, [self.backend.call(self.rollout.actors[i], "ready")], "rollout",
+                   self.cfg.rollout.start_timeout_s)
+
+    # ---- the weight push --------------------------------------------------------------------------
+    def export(self) -> Any:
+        """The learner's current LoRA as one object reference (every rank exports; rank 0 answers)."""
+        refs = self.learners.call("export_lora")
+        self._wait(self.learners, refs, "learner", self.cfg.learner.call_timeout_s)
+        return refs[0]
+
+    def load(self, indices: list[int], update_ref: Any, rollback: bool = False) -> list[Served]:
+        """Load the update on workers `indices` (each verifies fingerprint and probe), replacing a worker
+        that dies or misses its deadline; returns their receipts."""
+        served: dict[int, Served] = {}
+        pending = list(indices)
+        while pending:
+            refs = {i: self.backend.call(self.rollout.actors[i], "load_adapter", update_ref, rollback) for i in pending}
+            answers, failures = self.rollout.gather(refs, self.cfg.rollout.call_timeout_s)
+            served.update(answers)
+            pending = list(failures)
+            for i, cause in failures.items():  # the new worker gets the update in the next round
+                self._replace(i, cause)
+        return [served[i] for i in indices]
+
+    def push(self, rollback: bool = False) -> Served:
+        """Export the learner's LoRA and load it on every worker; all must serve the same version and
+        fingerprint. Returns the (common) receipt."""
+        ref = self.export()
+        served = self.load(list(range(len(self.rollout))), ref, rollback)
+        first = served[0]
+        if any((s.version, s.fingerprint) != (first.version, first.fingerprint) for s in served):
+            raise PushError(f"workers serve different policies after a push: {[vars(s) for s in served]}")
+        self.update_ref = ref
+        return first
+
+    # ---- checkpoints and rebuilding ---------------------------------------------------------------
+    def save(self, folder: str) -> None:
+        """Every rank's state, and the adapter (PEFT) for evaluate.py, into a checkpoint folder."""
+        self.learner_call("save_state", f"{folder}/learner")
+        self.learner_call("save_adapter", f"{folder}/adapter")
+
+    def restore(self, folder: str) -> int:
+        """Every rank's state from a checkpoint folder; returns the policy version."""
+        return self.learner_call("load_state", f"{folder}/learner")[0]
+
+    def rebuild_learners(self) -> None:
+        """A new learner group in place of a broken one (its ranks killed, its placement released)."""
+        self.learners.shutdown()
+        self.start_learners()
+
+    def shutdown(self) -> None:
+        for name in ("rollout", "learners", "pool"):
+            group = getattr(self, name, None)
+            if group is not None:
+                group.shutdown()

@@ -1,0 +1,47 @@
+"""The data of one step between the roles: the judge's verdicts, the batch statistics, the training batch.
+
+Plain functions over a `Generation` (what the workers sampled), a `ScoreResult` (what the reward pool
+said) and a `StepResult` (what the algorithm made of it); the coordinator calls them in its loop.
+"""
+
+from __future__ import annotations
+
+from actors.generation import Generation
+from algo.stats import batch_stats
+from algo.step import StepResult
+from contracts.types import ScoreResult, TrainBatch
+
+
+def judge_matrix(scored: ScoreResult, num_groups: int, key: str) -> list[list[float]]:
+    """(G, n) the task judge's verdict per sample, from the breakdown the pool computed once."""
+    n = len(scored.breakdowns) // max(1, num_groups)
+    flat = [float(b.get(key, 0.0)) for b in scored.breakdowns]
+    return [flat[i : i + n] for i in range(0, len(flat), n)]
+
+
+def rollout_stats(values: list[str], gen: Generation, scored: ScoreResult, correct: list[list[float]],
+                  version: int) -> dict[str, float]:
+    """Accuracy and reward per group value, lengths, truncation and version lag of a step's samples."""
+    n = len(gen.groups[0]) if gen.groups else 1
+    return batch_stats(
+        values, correct=correct, rewards=[scored.rewards[i : i + n] for i in range(0, len(scored.rewards), n)],
+        lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
+        truncated=[[c.finish_reason == "length" for c in g] for g in gen.groups],
+        lags=[[version - c.policy_version for c in g] for g in gen.groups],
+    )
+
+
+def train_batch(gen: Generation, out: StepResult) -> TrainBatch:
+    """The samples the update learns from, flattened group by group (failed rewards and dropped groups
+    are left out); every sample carries its group's prompt."""
+    keep = out.trained.flatten().tolist()
+    comps = [c for g in gen.groups for c in g]
+    prompts = [p for p, g in zip(gen.prompt_ids, gen.groups) for _ in g]
+    idx = [i for i, k in enumerate(keep) if k]
+    weights = out.token_weights
+    return TrainBatch(
+        prompt_ids=[prompts[i] for i in idx], completion_ids=[comps[i].token_ids for i in idx],
+        rollout_logprobs=[comps[i].logprobs for i in idx],
+        advantages=[float(a) for a, k in zip(out.advantages.flatten(), keep) if k],
+        token_weights=[weights[i] for i in idx] if weights is not None else None,
+    )

@@ -1,0 +1,68 @@
+"""How one learner rank splits a training batch into micro-batches, and the small helpers of the update.
+
+Pure (tensors and lists; no DeepSpeed): every rank computes the same global plan from the whole batch
+without talking, which keeps the ranks' collectives in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from contracts.types import TrainBatch
+
+
+def plan_micro_batches(batch: TrainBatch, micro_batch_size: int, world_size: int, rank: int,
+                       skip_zero_advantage: bool = True) -> list[list[int]]:
+    """Rank `rank`'s micro-batches (row indices), padded with empty ones to the busiest rank's count.
+
+    Rows that carry gradient are sorted by length (less padding), dealt round-robin, and chunked.
+    Under ZeRO-2/3 each forward/backward is a collective, so every rank must run the same number.
+    With `skip_zero_advantage` (no KL term) a zero advantage gives zero gradient: the sequence is not
+    run (it still counts in the token-mean normaliser).
+
+    >>> b = TrainBatch([[1]] * 4, [[2], [2, 2], [2], [2]], [[0.0]] * 4, [1.0, 0.0, -1.0, 0.5])
+    >>> plan_micro_batches(b, 2, 2, 0), plan_micro_batches(b, 2, 2, 1)
+    ([[0, 3]], [[2]])
+    """
+    rows = list(range(len(batch.completion_ids)))
+    if skip_zero_advantage:
+        rows = [i for i in rows if batch.advantages[i] != 0.0]
+    rows.sort(key=lambda i: (len(batch.prompt_ids[i]) + len(batch.completion_ids[i]), i))
+    mb = micro_batch_size
+    shards = [rows[r::world_size] for r in range(world_size)]
+    count = max(1, max((len(sh) + mb - 1) // mb for sh in shards))
+    mine = [shards[rank][i : i + mb] for i in range(0, len(shards[rank]), mb)]
+    return mine + [[] for _ in range(count - len(mine))]
+
+
+# Per-micro-batch metrics averaged over the step (kl_ref only with a KL term).
+SUMMED = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref")
+
+
+@dataclass(frozen=True)
+class Norm:
+    """What a micro-batch's loss is normalised against: the whole batch's sequences and tokens."""
+
+    sequences: int
+    tokens: int
+    max_tokens: int  # Dr.GRPO's constant
+
+
+def logprob_gaps(lp: torch.Tensor, batch: TrainBatch, rows: list[int]) -> list[torch.Tensor]:
+    """|learner − vLLM| logprob per real completion token of each row."""
+    out = []
+    for j, i in enumerate(rows):
+        t = len(batch.completion_ids[i])
+        v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
+        out.append((lp[j, :t].detach().float() - v).abs())
+    return out
+
+
+def pad_rows(rows: list[list[float]], width: int) -> torch.Tensor:
+    out = torch.zeros((len(rows), width), dtype=torch.float32)
+    for i, r in enumerate(rows):
+        r = r[:width]
+        out[i, : len(r)] = torch.tensor(r, dtype=torch.float32)
+    return out
