@@ -25,12 +25,13 @@ import torch
 
 from actors.checkpoints import CheckpointStore
 from actors.data_stream import PromptStream
+from actors.errors import PushError, RoleFailure, RunStopped
 from actors.generation import Generation
 from actors.reward_pool import RewardActor
-from actors.errors import PushError, RoleFailure, RunStopped
 from actors.roles import Roles
 from actors.rollout_worker import RolloutWorker
-from actors.step_data import judge_matrix, rollout_stats, train_batch
+from actors.setup_steps import probe_sequence, run_warmup
+from actors.step_data import generation_from_state, generation_state, judge_matrix, rollout_stats, train_batch
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
@@ -62,6 +63,8 @@ class Coordinator:
         self.restarts = 0  # replaced roles in this process (never rolled back)
         self.skipped_in_a_row = 0  # updates skipped for a non-finite loss or gradient
         self.kept_rows: list[int] | None = None  # training rows the difficulty filter kept
+        self._next: tuple[list[dict], Generation] | None = None  # the one-step-off pipeline's next batch
+        self._next_seconds = 0.0
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
         # Ray's metrics API (dashboard / Prometheus) exists only on the Ray backend.
@@ -91,7 +94,7 @@ class Coordinator:
                 self.info.update(self._warmup())
         self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.task.judge))
         self.run.event("placement", **self.info["placement"])
-        self.roles.set_probe(*self._probe())
+        self.roles.set_probe(*probe_sequence(self.task, self.tokenizer, self.eval_rows or self.train_rows))
         self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
         if resume:
             self._restore(Path(resume), "resume")
@@ -105,29 +108,12 @@ class Coordinator:
         return self.info
 
     def _warmup(self) -> dict:
-        from learner.warmup import sft_warmup
-
-        w, rows = self.cfg.train.warmup, self.task.warmup_rows(self.train_rows)
-        examples = [(self.task.render_prompt(self.tokenizer, r), r["solution"]) for r in rows]
-        groups = [r[self.task.group_column] for r in rows] if w.balanced else None
         out = str(self.run.dir / "warmup_model")
-        env = {"env_vars": role_env(self.cfg.cluster.env_vars)}
-        if self.cfg.learner.num_threads:  # the warm-up runs where and as the learner will
-            env["env_vars"]["OMP_NUM_THREADS"] = str(self.cfg.learner.num_threads)
-        ref = self.backend.task(sft_warmup, (self.base_model_dir, self.tokenizer_dir, examples, out), dict(
-            steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=self.cfg.train.seed, groups=groups,
-        ), {"num_cpus": self.cfg.learner.num_cpus, "runtime_env": env})
-        stats = self.backend.get(ref)
+        stats = run_warmup(self.cfg, self.task, self.backend, self.tokenizer, self.train_rows,
+                           (self.base_model_dir, self.tokenizer_dir, out))
         self.base_model_dir = out
         self.run.event("warmup", **stats)
         return stats
-
-    def _probe(self) -> tuple[list[int], list[int]]:
-        """A fixed held-out prompt and its label: the sequence every push is checked with."""
-        row = (self.eval_rows or self.train_rows)[0]
-        prompt = self.tokenizer(self.task.render_prompt(self.tokenizer, row), add_special_tokens=False)["input_ids"]
-        label = self.tokenizer(row["solution"], add_special_tokens=False)["input_ids"][:64]
-        return prompt, label
 
     def _filter_by_difficulty(self) -> dict:
         """Sample every training prompt with the current policy; keep the easy/medium/hard mix."""
@@ -166,34 +152,58 @@ class Coordinator:
             return None
 
     def _step(self) -> dict[str, Any]:
-        c, times = self.cfg, {}
+        times, t0 = {}, time.perf_counter()
         self._before_step, self._learned = self.state_dict(), False  # what a final checkpoint can hold
         self.step += 1
-        rows = self.stream.next_rows()
-        with _timed(times, "generate"):
-            gen = self._generate(rows, seed=c.train.seed * 100_003 + self.step, offsets=c.algorithm.loss.dart)
-            self._check_versions(gen)
+        if self._next is None:  # synchronous, or the first step of the pipeline
+            rows = self.stream.next_rows()
+            with _timed(times, "generate"):
+                gen = self.roles.finish(self._launch(rows, self.step))
+        else:  # generated during the previous step's update, by the policy before it (lag 1)
+            (rows, gen), times["generate"] = self._next, self._next_seconds
+            self._next = None
+        self._check_versions(gen)
         with _timed(times, "reward"):
             scored = self._score(rows, gen.groups)
         correct = judge_matrix(scored, len(rows), self.task.correct_key)
         stats = self._batch_stats(rows, gen, scored, correct)
         out = self._algo(gen, scored)
+        ahead = self._launch_next()  # one-step-off: the workers sample the next batch during the update
         with _timed(times, "learn"):  # nothing to learn when every reward of the step failed
-            learn = self.roles.learn(train_batch(gen, out)) if out.valid_samples else None
+            learn = self.roles.learn(train_batch(gen, out, self.version)) if out.valid_samples else None
             self._learned = True
+        if ahead is not None:  # the next batch is complete before any push: pushes land between batches
+            self._next = (ahead[0], self.roles.finish(ahead[1]))
+            self._next_seconds = time.perf_counter() - ahead[2]
         with _timed(times, "sync"):
             sync = self._push(learn)
+        times["step"] = time.perf_counter() - t0
         row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats, **(learn or {}),
                **{f"time/{k}": v for k, v in times.items()}}
         return self._record(row)
+
+    def _launch(self, rows: list[dict], step: int):
+        """Start the generation of step `step`'s batch; its sampling seed is a function of the step."""
+        c = self.cfg
+        prompts = [self.task.render_prompt(self.tokenizer, r) for r in rows]
+        return self.roles.launch(prompts, seed=c.train.seed * 100_003 + step, offsets=c.algorithm.loss.dart)
+
+    def _launch_next(self) -> tuple | None:
+        """With train.max_staleness 1: draw and launch the next step's batch now, before the update."""
+        if not self.cfg.train.max_staleness or self.step >= self.cfg.train.steps:
+            return None
+        rows = self.stream.next_rows()
+        return rows, self._launch(rows, self.step + 1), time.perf_counter()
 
     def _generate(self, rows: list[dict], **sampling: Any) -> Generation:
         return self.roles.generate([self.task.render_prompt(self.tokenizer, r) for r in rows], **sampling)
 
     def _check_versions(self, gen: Generation) -> None:
+        """The run never trains on samples older than train.max_staleness policy versions."""
         for worker, v in enumerate(gen.versions):
-            if v != self.version:
-                raise PushError(f"worker {worker} generated with version {v}, expected {self.version}")
+            if not 0 <= self.version - v <= self.cfg.train.max_staleness:
+                raise PushError(f"worker {worker} generated with version {v}; the learner is at {self.version} "
+                                f"and train.max_staleness is {self.cfg.train.max_staleness}")
 
     def _score(self, rows: list[dict], groups: list[list]) -> ScoreResult:
         flat_rows = [row for row, g in zip(rows, groups) for _ in g]
@@ -268,7 +278,8 @@ class Coordinator:
         position (the step: rows after it are written again on resume)."""
         return {"step": self.step, "policy_version": self.version, "stream": self.stream.state_dict(),
                 "ngrpo_switch": self.switch.state_dict(), "eval_tables": self.eval_tables,
-                "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row}
+                "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row,
+                "next": generation_state(*self._next) if self._next else None}
 
     def checkpoint(self, state: dict | None = None) -> Path:
         """An atomic, complete checkpoint of the state after the current step (or of `state`, with the
@@ -301,6 +312,7 @@ class Coordinator:
         self.stream.load_state_dict(state["stream"])
         self.switch.load_state_dict(state["ngrpo_switch"])
         self.eval_tables, self.skipped_in_a_row = state["eval_tables"], state["skipped_in_a_row"]
+        self._next = generation_from_state(state["next"]) if state.get("next") else None
         kept = self.run.truncate_metrics(self.step)
         if version > 0:
             self.roles.push(rollback=True)

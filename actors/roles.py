@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from actors.errors import PushError, RoleFailure
 from actors.generation import Generation
 from actors.reward_pool import RewardPool
-from actors.errors import PushError, RoleFailure
 from cluster.actor_group import ActorGroup
 from cluster.backend import Backend
 from configs.root import Config
@@ -24,6 +25,15 @@ from contracts.types import Rollout, Served, TrainBatch
 from observe.schema import merge_ranks
 
 log = logging.getLogger(__name__)
+
+
+@dataclass
+class PendingGeneration:
+    """A generation the workers are running: each worker's share of the prompts and its call."""
+
+    chunks: dict[int, list[str]]
+    refs: dict[int, Any]
+    sampling: dict[str, Any]
 
 
 class Roles:
@@ -111,19 +121,31 @@ class Roles:
         return merge_ranks(self.learner_call("train_step", self.backend.put(batch)))
 
     def generate(self, prompts: list[str], **sampling: Any) -> Generation:
-        """n completions per prompt, split over the workers in order; a worker that fails is replaced
-        and its share generated again with the same sampling (and seed)."""
+        """n completions per prompt, split over the workers in order (`launch`, then `finish`)."""
+        return self.finish(self.launch(prompts, **sampling))
+
+    def launch(self, prompts: list[str], **sampling: Any) -> PendingGeneration:
+        """Start generating; the workers sample while the caller does other work (the learner's update
+        in the one-step-off pipeline). Weights pushed later queue behind this generation."""
         k = len(self.rollout)
         chunks = [prompts[i * len(prompts) // k : (i + 1) * len(prompts) // k] for i in range(k)]
-        pending = {i: ch for i, ch in enumerate(chunks) if ch}
+        chunks = {i: ch for i, ch in enumerate(chunks) if ch}
+        refs = {i: self.backend.call(self.rollout.actors[i], "generate", ch, **sampling) for i, ch in chunks.items()}
+        return PendingGeneration(chunks, refs, sampling)
+
+    def finish(self, pending: PendingGeneration) -> Generation:
+        """Wait for a launched generation; a worker that failed is replaced, loaded with the policy the
+        others serve (no push lands before `finish`) and its share generated again with the same
+        sampling and seed."""
         done: dict[int, Rollout] = {}
-        while pending:
-            refs = {i: self.backend.call(self.rollout.actors[i], "generate", ch, **sampling) for i, ch in pending.items()}
+        refs = pending.refs
+        while refs:
             answers, failures = self.rollout.gather(refs, self.cfg.rollout.call_timeout_s)
             done.update(answers)
-            pending = {i: pending[i] for i in failures}
             for i, cause in failures.items():
                 self.replace_worker(i, cause)
+            refs = {i: self.backend.call(self.rollout.actors[i], "generate", pending.chunks[i], **pending.sampling)
+                    for i in failures}
         rollouts = [done[i] for i in sorted(done)]
         return Generation(prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
                           groups=[g for r in rollouts for g in r.groups], versions=[r.policy_version for r in rollouts])

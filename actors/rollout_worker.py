@@ -58,13 +58,20 @@ class RolloutWorker:
         for k, v in engine_env().items():
             os.environ.setdefault(k, v)
         threads = torch.get_num_threads()
+        from transformers import AutoTokenizer
         from vllm import LLM
 
+        from actors import vllm_lean
+
+        vllm_lean.install()
         self.cfg, self.lora_cfg, self.worker_index = cfg, lora_cfg, worker_index
         self.base_model_dir = str(base_model_dir)
+        # The engine gets token ids and returns token ids: this worker tokenizes each prompt and decodes
+        # each completion once, instead of vLLM detokenizing token by token (the lean path).
+        self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
         kwargs = dict(
             model=self.base_model_dir,
-            tokenizer=str(tokenizer_dir),
+            skip_tokenizer_init=True,
             dtype=dtype,
             seed=seed + worker_index,
             max_model_len=cfg.max_model_len,
@@ -78,11 +85,10 @@ class RolloutWorker:
             kwargs.update(enforce_eager=True, kv_cache_memory_bytes=cfg.kv_cache_memory_bytes)
         if cfg.serve_mode == "adapter":
             kwargs.update(enable_lora=True, max_lora_rank=_lora_rank_slot(lora_cfg.r), max_loras=2)
-        _quiet_vllm(str(tokenizer_dir))
+        _quiet_vllm()
         self.llm = LLM(**kwargs)
         # The in-process engine drops torch's threads (docs/platform.md#threads-and-pinning).
         torch.set_num_threads(threads)
-        self.tokenizer = self.llm.get_tokenizer()
         self.version = 0
         self.served_fingerprint = NO_ADAPTER
         self._lora_request = None
@@ -107,6 +113,7 @@ class RolloutWorker:
         """n completions per prompt with token ids, raw-distribution logprobs and finish reasons;
         with `offsets`, each token's character span in the text too (for DART token weights)."""
         from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
 
         n = n or self.cfg.n
         temperature = self.cfg.temperature if temperature is None else temperature
@@ -116,7 +123,9 @@ class RolloutWorker:
             top_p=self.cfg.top_p if temperature > 0 else 1.0,
             min_p=self.cfg.min_p if temperature > 0 else 0.0,
             max_tokens=max_tokens or self.cfg.max_tokens,
-            logprobs=0,  # the sampled token's logprob only
+            logprobs=0,  # the sampled token's logprob only, in flat lists (actors/vllm_lean.py)
+            flat_logprobs=True,
+            detokenize=False,
             # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
             # prefill is split); on CPU the seed reseeds the engine's generator instead (below).
             seed=seed if torch.cuda.is_available() else None,
@@ -126,15 +135,18 @@ class RolloutWorker:
             # did before: a restarted or replacement engine samples what this one would have.
             self.llm.reset_prefix_cache()
             torch.manual_seed(seed)
-        outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
+        token_prompts = [TokensPrompt(prompt_token_ids=ids) for ids in self.tokenizer(prompts)["input_ids"]]
+        outs = self.llm.generate(token_prompts, params, lora_request=self._lora_request, use_tqdm=False)
+        samples = [c for out in outs for c in out.outputs]
+        texts = iter(self.tokenizer.batch_decode([c.token_ids for c in samples], skip_special_tokens=True))
         groups = []
         for out in outs:
             group = []
             for c in out.outputs:
                 ids = list(c.token_ids)
-                lps = [d[tid].logprob for tid, d in zip(ids, c.logprobs or [])]
                 spans = token_char_offsets(self.tokenizer, ids) if offsets else None
-                group.append(Completion(ids, lps, c.text, str(c.finish_reason), self.version, spans))
+                group.append(Completion(ids, list(c.logprobs.logprobs), next(texts), str(c.finish_reason),
+                                        self.version, spans))
             groups.append(group)
         return Rollout(
             prompt_token_ids=[list(o.prompt_token_ids) for o in outs],
@@ -259,19 +271,14 @@ def _drop(logger: str, text: str) -> None:
         log_.addFilter(_DropMessages(text))
 
 
-def _quiet_vllm(tokenizer_dir: str) -> None:
-    """Silence vLLM messages that are not problems here, so a run's log stays readable.
-
-    - Merged serving reloads only the LoRA-touched tensors; at every push vLLM warns, per untouched
-      layer and in a summary, that the others were not loaded, and keeps them, which is what we want
-      (the push is verified by fingerprint and logprob gap instead).
-    - The tokenizer folder has no config.json on purpose (docs/platform.md#tokenizer-trap); vLLM tries
-      to read one and logs two ERROR lines at every engine start.
-    """
+def _quiet_vllm() -> None:
+    """Silence vLLM messages that are not problems here, so a run's log stays readable: merged serving
+    reloads only the LoRA-touched tensors, and at every push vLLM warns, per untouched layer and in a
+    summary, that the others were not loaded, and keeps them, which is what we want (the push is
+    verified by fingerprint and probe instead)."""
     reload = "vllm.model_executor.model_loader.reload"
     _drop(f"{reload}.inplace", "Following weights were not loaded from checkpoint")
     _drop(f"{reload}.layerwise", "Failed to load weights")
-    _drop("vllm.transformers_utils.repo_utils", f"Error parsing config for {tokenizer_dir}")
 
 
 def _lora_rank_slot(r: int) -> int:

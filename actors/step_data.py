@@ -6,10 +6,12 @@ said) and a `StepResult` (what the algorithm made of it); the coordinator calls 
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from actors.generation import Generation
 from algo.stats import batch_stats
 from algo.step import StepResult
-from contracts.types import ScoreResult, TrainBatch
+from contracts.types import Completion, ScoreResult, TrainBatch
 
 
 def judge_matrix(scored: ScoreResult, num_groups: int, key: str) -> list[list[float]]:
@@ -31,9 +33,9 @@ def rollout_stats(values: list[str], gen: Generation, scored: ScoreResult, corre
     )
 
 
-def train_batch(gen: Generation, out: StepResult) -> TrainBatch:
+def train_batch(gen: Generation, out: StepResult, version: int) -> TrainBatch:
     """The samples the update learns from, flattened group by group (failed rewards and dropped groups
-    are left out); every sample carries its group's prompt."""
+    are left out); every sample carries its group's prompt and its lag behind the learner's `version`."""
     keep = out.trained.flatten().tolist()
     comps = [c for g in gen.groups for c in g]
     prompts = [p for p, g in zip(gen.prompt_ids, gen.groups) for _ in g]
@@ -44,4 +46,16 @@ def train_batch(gen: Generation, out: StepResult) -> TrainBatch:
         rollout_logprobs=[comps[i].logprobs for i in idx],
         advantages=[float(a) for a, k in zip(out.advantages.flatten(), keep) if k],
         token_weights=[weights[i] for i in idx] if weights is not None else None,
+        lags=[version - comps[i].policy_version for i in idx],
     )
+
+
+def generation_state(rows: list[dict], gen: Generation) -> dict:
+    """A generated batch and its rows, JSON-safe (a checkpoint of the one-step-off pipeline holds it)."""
+    return {"rows": rows, "prompt_ids": gen.prompt_ids, "versions": gen.versions,
+            "groups": [[asdict(c) for c in g] for g in gen.groups]}
+
+
+def generation_from_state(state: dict) -> tuple[list[dict], Generation]:
+    groups = [[Completion(**c) for c in g] for g in state["groups"]]
+    return state["rows"], Generation(state["prompt_ids"], groups, state["versions"])

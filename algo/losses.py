@@ -36,6 +36,8 @@ def policy_loss(
     token_weights: torch.Tensor | None = None,
     *,
     max_tokens: int | None = None,
+    behaviour_logprobs: torch.Tensor | None = None,
+    tis_cap: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The GRPO/NGRPO policy loss over a batch of completions.
 
@@ -44,8 +46,12 @@ def policy_loss(
         loss_bt = -min(ratio * A, clip(ratio, 1 - eps_low, 1 + eps_high) * A) * w_bt
                   + kl_coef * (exp(ref - logp) - (ref - logp) - 1)        # k3, only with ref_logprobs
 
-    ``w_bt`` is ``token_weights`` (1 when absent). Weights scale the surrogate only, not the KL term (the
-    pull towards the reference stays uniform) and not the normaliser. Aggregation over unmasked tokens:
+    ``w_bt`` is ``token_weights`` (1 when absent), times the truncated importance weight
+    ``min(exp(old_logp - behaviour_logp), tis_cap)`` when ``behaviour_logprobs`` and ``tis_cap`` are given
+    (TIS: ``old_logprobs`` are the policy at the start of this update, ``behaviour_logprobs`` those of the
+    policy that sampled the tokens — an older version in a one-step-off pipeline, or the same weights
+    computed by another engine). Weights scale the surrogate only, not the KL term (the pull towards
+    the reference stays uniform) and not the normaliser. Aggregation over unmasked tokens:
 
     - ``"token_mean"``: sum over all unmasked tokens / their count (every token counts equally, as in DAPO).
     - ``"seq_mean_token_mean"``: each sequence's mean over its tokens, then the mean over sequences.
@@ -67,12 +73,16 @@ def policy_loss(
         kl_coef: weight of the k3 KL term (ignored without ``ref_logprobs``).
         token_weights: ``(B, T)`` per-token weights (DART), or None.
         max_tokens: Dr.GRPO's constant normaliser; defaults to T.
+        behaviour_logprobs: ``(B, T)`` log-probs under the sampling policy (vLLM's), or None.
+        tis_cap: the truncation of the importance weight; None: no importance weight.
 
     Returns:
         ``(loss, metrics)``: a scalar tensor, and python floats ``clip_frac_low`` / ``clip_frac_high``
         (fraction of unmasked tokens where the low / high clip is active: A<0 and ratio<1-eps_low /
         A>0 and ratio>1+eps_high), ``approx_kl`` (k3 estimate of KL(old || new) over unmasked tokens),
-        ``ratio_mean``, ``kl_ref`` (mean k3 to the reference, when given) and ``loss``.
+        ``ratio_mean``, ``kl_ref`` (mean k3 to the reference, when given), ``loss``, and with TIS
+        ``is_ratio_mean`` / ``is_ratio_max`` (the importance weight before truncation) and
+        ``tis_clip_frac`` (the fraction of tokens it was truncated on).
     """
     _check_inputs(logprobs, old_logprobs, advantages, mask, ref_logprobs, token_weights, eps_low, eps_high)
     if agg not in AGGREGATIONS:
@@ -91,6 +101,12 @@ def policy_loss(
     per_token = -torch.minimum(surr_unclipped, surr_clipped)  # (B, T)
     if token_weights is not None:
         per_token = per_token * token_weights.to(per_token.dtype)
+    is_ratio = None
+    if behaviour_logprobs is not None and tis_cap is not None:
+        with torch.no_grad():
+            gap = torch.where(keep, old_logprobs - behaviour_logprobs, torch.zeros_like(old_logprobs))
+            is_ratio = torch.exp(gap)  # (B, T)
+        per_token = per_token * is_ratio.clamp(max=tis_cap).to(per_token.dtype)
 
     kl_ref: torch.Tensor | None = None
     if ref_logprobs is not None:
@@ -116,6 +132,10 @@ def policy_loss(
         }
         if kl_ref is not None:
             metrics["kl_ref"] = float(kl_ref[keep].sum().item()) / n_tok
+        if is_ratio is not None:
+            metrics["is_ratio_mean"] = float(is_ratio[keep].sum().item()) / n_tok if keep.any() else 1.0
+            metrics["is_ratio_max"] = float(is_ratio[keep].max().item()) if keep.any() else 1.0
+            metrics["tis_clip_frac"] = float((keep & (is_ratio > tis_cap)).sum().item()) / n_tok
     return loss, metrics
 
 

@@ -51,6 +51,7 @@ def batch_stats(
         "completion_length": fmean(lens) if lens else 0.0,
         "frac_truncated": fmean(float(c) for c in cut) if cut else 0.0,
         "policy_version_lag_max": float(max(lag)) if lag else 0.0,
+        "policy_version_lag_mean": fmean(lag) if lag else 0.0,
     }
     for value, vals in sorted(by_reward.items()):
         m[f"reward/{value}"] = fmean(vals)

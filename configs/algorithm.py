@@ -68,6 +68,10 @@ class LossConfig(Section):
     """Dr.GRPO's constant normaliser for seq_mean_token_sum_norm; None: the batch's token dimension."""
     kl_coef: float = Field(default=0.0, ge=0.0, le=10.0)
     """Weight of the k3 KL to the reference (the model with the adapter disabled); 0 skips the reference."""
+    tis_cap: float | None = Field(default=2.0, ge=1.0, le=100.0)
+    """Truncated importance sampling: each token's surrogate is weighted by min(pi_old / pi_behaviour,
+    tis_cap), pi_behaviour being the sampling policy (vLLM's logprobs: an older version in the one-step-off
+    pipeline, or the same weights computed by another engine). None: no weight."""
     dart: bool = False
     """Weight completion tokens by field: thought_weight in thought, action_weight in action."""
     thought_weight: float = Field(default=0.3, ge=0.0, le=10.0)

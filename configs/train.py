@@ -48,6 +48,10 @@ class TrainConfig(Section):
     """Adaptive sampling: weight every category keeps however well it is solved."""
     adaptive_ema: float = Field(0.3, gt=0.0, le=1.0)
     """Adaptive sampling: weight of the newest step in each category's moving tool accuracy."""
+    max_staleness: int = Field(0, ge=0, le=1)
+    """0: synchronous (generate, learn, push, one after another). 1: one-step-off pipeline — the workers
+    generate step k+1's batch while the learner trains on step k's, so every batch is trained one
+    policy version after the one that sampled it (corrected by algorithm.loss.tis_cap)."""
     warmup: WarmupConfig = WarmupConfig()
     """SFT warm-up stage."""
     eval_before: bool = True

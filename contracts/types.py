@@ -63,6 +63,8 @@ class TrainBatch:
     rollout_logprobs: list[list[float]]  # (B, T_i) vLLM's logprobs, for the learner/rollout gap metric
     advantages: list[float]  # (B,)
     token_weights: list[list[float]] | None = None  # (B, T_i) DART weights
+    # (B,) learner version - the version that sampled each sequence (0: on-policy); None: all 0
+    lags: list[int] | None = None
 
 
 @dataclass

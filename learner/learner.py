@@ -29,7 +29,7 @@ from contracts import lora as lora_io
 from contracts.identity import node_identity
 from contracts.types import LoraUpdate, TrainBatch
 from learner.micro_batches import SUMMED, Norm, logprob_gaps, pad_rows, plan_micro_batches
-from learner.sequences import completion_logits, entropy, pack, token_logprobs
+from learner.sequences import completion_scores, output_layer, pack
 
 log = logging.getLogger(__name__)
 
@@ -145,18 +145,17 @@ class Learner:
         return sum(p.numel() for p in params)
 
     # ---- logprobs ---------------------------------------------------------------------------------
-    def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False):
+    def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False, with_entropy: bool = False):
+        """(packed rows, logprobs (b, T), entropy (b, T) or None) of the completions of `rows`."""
         packed = pack([batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows], self.pad_id)
-        model = self.engine.module
-        ctx = model.disable_adapter() if disable_adapter else nullcontext()
+        ctx = self.engine.module.disable_adapter() if disable_adapter else nullcontext()
         with ctx:
-            logits = completion_logits(self.engine, packed)  # (b, T, V)
-        return packed, logits
+            logp, ent = completion_scores(self.engine, packed, output_layer(self.engine), with_entropy)
+        return packed, logp, ent
 
     @torch.no_grad()
     def _logprobs(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False) -> torch.Tensor:
-        packed, logits = self._forward(batch, rows, disable_adapter)
-        return token_logprobs(logits, packed.completion_ids) * packed.completion_mask
+        return self._forward(batch, rows, disable_adapter)[1]
 
     def plan_micro_batches(self, batch: TrainBatch) -> list[list[int]]:
         """This rank's micro-batches (`learner.micro_batches.plan_micro_batches`)."""
@@ -187,31 +186,38 @@ class Learner:
         old, ref = self._fixed_logprobs(batch, micro, on_policy)
 
         sums = dict.fromkeys(SUMMED, 0.0)
-        count, loss_total, gaps, skipped = 0, 0.0, [], False
+        count, loss_total, gaps, skipped, is_max = 0, 0.0, [], False, 0.0
         for update in range(self.cfg.updates_per_batch):
             for rows in micro:
                 if not rows:
                     # Nothing to learn here, but the collectives of ZeRO need this rank's forward and
                     # backward: run one real row with its loss multiplied by zero.
-                    _, logits = self._forward(batch, [0])
-                    self.engine.backward(logits.sum() * 0.0, scale_wrt_gas=False)
+                    _, logp, _ = self._forward(batch, [0])
+                    self.engine.backward(logp.sum() * 0.0, scale_wrt_gas=False)
                     continue
                 loss, m, old_lp = self._micro_step(batch, rows, old.get(tuple(rows)), ref.get(tuple(rows)), norm)
-                if update == 0:  # the learner/rollout gap checks that the workers served these weights
-                    gaps += logprob_gaps(old_lp, batch, rows)
+                if update == 0:  # learner vs vLLM on the samples of the current policy: the same weights
+                    gaps += logprob_gaps(old_lp, batch, [i for i in rows if not batch.lags or batch.lags[i] == 0])
                 loss_total += loss
                 for k in SUMMED:
                     sums[k] += float(m.get(k, 0.0))
+                is_max = max(is_max, m.get("is_ratio_max", 0.0))
                 count += 1
             lr = self.scheduler.get_last_lr()[0]
             skipped = self._step_unless_non_finite(loss_total) or skipped
             if skipped:
                 break
         grad_norm = self.engine.get_global_grad_norm()
-        gap = torch.cat(gaps) if gaps else torch.zeros(1)
         metrics = {k: v / max(1, count) for k, v in sums.items()}
         if lc.kl_coef == 0:
             metrics.pop("kl_ref")
+        if lc.tis_cap:
+            metrics["is_ratio_max"] = is_max
+        else:
+            metrics.pop("is_ratio_mean"), metrics.pop("tis_clip_frac")
+        if gaps:  # no sample of the current policy in a fully stale batch: no gap to report
+            gap = torch.cat(gaps)
+            metrics.update(logprob_gap_mean=gap.mean().item(), logprob_gap_max=gap.max().item())
         if not skipped:
             self.version += 1
         metrics.update(
@@ -219,8 +225,6 @@ class Learner:
             loss=loss_total / self.cfg.updates_per_batch,
             lr=lr,
             grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
-            logprob_gap_mean=gap.mean().item(),
-            logprob_gap_max=gap.max().item(),
             learned_sequences=float(sum(len(r) for r in micro)),
         )
         return metrics
@@ -267,17 +271,19 @@ class Learner:
         """Forward, loss and backward of one micro-batch. Returns (its share of the batch loss, its loss
         metrics with the entropy, the old logprobs it used)."""
         lc = self.algo.loss
-        packed, logits = self._forward(batch, rows)
-        logp = token_logprobs(logits, packed.completion_ids)  # (b, T)
-        old_lp = old if old is not None else logp.detach()  # on-policy: the ratio is exactly 1
+        packed, logp, ent = self._forward(batch, rows, with_entropy=True)  # (b, T) each
+        old_lp = old if old is not None else logp.detach()  # the proximal policy: this update's start
+        width = packed.completion_mask.shape[1]
         weights = None
         if batch.token_weights is not None:
-            weights = pad_rows([batch.token_weights[i] for i in rows], packed.completion_mask.shape[1])
+            weights = pad_rows([batch.token_weights[i] for i in rows], width)
+        behaviour = pad_rows([batch.rollout_logprobs[i] for i in rows], width) if lc.tis_cap else None
         adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
         loss, m = policy_loss(
             logp, old_lp, adv, packed.completion_mask,
             eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
             ref_logprobs=ref, kl_coef=lc.kl_coef, token_weights=weights, max_tokens=norm.max_tokens,
+            behaviour_logprobs=behaviour, tis_cap=lc.tis_cap,
         )
         # Each micro-batch's mean is reweighted to its share of the GLOBAL batch, and multiplied by
         # world_size because data-parallel reduction averages gradients over ranks.
@@ -286,9 +292,8 @@ class Learner:
         else:
             share = len(rows) / norm.sequences
         self.engine.backward(loss * share * self.world_size, scale_wrt_gas=False)
-        with torch.no_grad():
-            mask = packed.completion_mask
-            m["entropy"] = ((entropy(logits) * mask).sum() / mask.sum().clamp(min=1)).item()
+        mask = packed.completion_mask
+        m["entropy"] = ((ent * mask).sum() / mask.sum().clamp(min=1)).item()
         return loss.item() * share, m, old_lp
 
     # ---- export -----------------------------------------------------------------------------------
@@ -326,7 +331,7 @@ class Learner:
             return None
         prompt, completion = self._probe
         packed = pack([prompt], [completion], self.pad_id)
-        return token_logprobs(completion_logits(self.engine, packed), packed.completion_ids)[0].tolist()
+        return completion_scores(self.engine, packed, output_layer(self.engine))[0][0].tolist()
 
     # ---- checkpoints ------------------------------------------------------------------------------
     def save_state(self, path: str) -> None:

@@ -37,8 +37,10 @@ def plan_micro_batches(batch: TrainBatch, micro_batch_size: int, world_size: int
     return mine + [[] for _ in range(count - len(mine))]
 
 
-# Per-micro-batch metrics averaged over the step (kl_ref only with a KL term).
-SUMMED = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref")
+# Per-micro-batch metrics averaged over the step (kl_ref only with a KL term, the importance-weight
+# ones only with a tis_cap).
+SUMMED = ("clip_frac_low", "clip_frac_high", "approx_kl", "ratio_mean", "entropy", "kl_ref", "is_ratio_mean",
+          "tis_clip_frac")
 
 
 @dataclass(frozen=True)

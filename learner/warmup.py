@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from learner.sequences import completion_logits, pack, token_logprobs
+from learner.sequences import completion_scores, output_layer, pack
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def sft_warmup(
     for step in range(steps):
         idx = [next(draw) for _ in range(batch_size)]
         packed = pack([data[i][0] for i in idx], [data[i][1] for i in idx], tok.pad_token_id)
-        logp = token_logprobs(completion_logits(model, packed), packed.completion_ids)  # (B, T)
+        logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
         loss = -(logp * packed.completion_mask).sum() / packed.completion_mask.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -169,3 +169,17 @@ def test_shape_errors():
         policy_loss(lp, lp, torch.zeros(2), torch.ones(2, 4))
     with pytest.raises(ValueError, match="agg"):
         policy_loss(lp, lp, torch.zeros(2), torch.ones(2, 3), agg="sum")
+
+
+def test_truncated_importance_weight():
+    """TIS: the surrogate is weighted by min(exp(old - behaviour), cap); equal logprobs weigh 1."""
+    logp, old, adv, mask, _, _ = random_batch(3)
+    base, _ = policy_loss(logp, old, adv, mask)
+    same, m = policy_loss(logp, old, adv, mask, behaviour_logprobs=old.clone(), tis_cap=2.0)
+    assert torch.allclose(same, base) and m["is_ratio_mean"] == pytest.approx(1.0) and m["tis_clip_frac"] == 0
+    stale = old - torch.where(torch.rand(old.shape) < 0.5, 1.5, 0.1)  # behaviour was less likely: ratio > 1
+    _, m = policy_loss(logp, old, adv, mask, behaviour_logprobs=stale, tis_cap=2.0)
+    assert m["is_ratio_max"] == pytest.approx(math.exp(1.5), rel=1e-5)
+    assert 0 < m["tis_clip_frac"] < 1  # exp(1.5) > 2 is cut, exp(0.1) < 2 is not
+    one, _ = policy_loss(logp, old, adv, mask, behaviour_logprobs=stale, tis_cap=1.0)
+    assert torch.allclose(one, base)  # a cap of 1 with ratios >= 1 weighs every token 1

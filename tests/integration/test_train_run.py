@@ -20,8 +20,8 @@ REQUIRED = ("step", "reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_
             "clip_frac_low", "clip_frac_high", "entropy", "completion_length", "logprob_gap_mean")
 
 
-def _config(world: int, stage: int, tmp_path):
-    return load_config("tiny-cpu", [
+def _config(world: int, stage: int, tmp_path, staleness: int = 0):
+    return load_config("tiny-cpu", [f"train.max_staleness={staleness}",
         f"learner.world_size={world}", f"learner.zero_stage={stage}", "learner.num_cpus=1",
         "rollout.num_cpus=1", "rollout.n=4", "rollout.max_tokens=24", "rollout.kv_cache_memory_bytes=67108864",
         "train.prompts_per_step=4", "train.steps=3", "train.eval_limit=12", "train.warmup.enabled=false",
@@ -62,3 +62,22 @@ def test_short_run(world, stage, tmp_path, ray_local):
         assert all(0.0 <= v <= 1.0 for v in ev[tag]["per_category"].values())
     assert (tmp_path / "run" / "adapter" / "adapter_model.safetensors").exists()
     assert summary["eval"]["after"]["policy_version"] == 3
+
+
+def test_one_step_off_pipeline(tmp_path, ray_local):
+    """max_staleness 1: the first batch is on-policy (importance weight 1), every later one was sampled
+    one version before the learner trains on it; the pushes still take and the run learns."""
+    cfg = _config(1, 2, tmp_path, staleness=1)
+    coord = Coordinator(cfg, str(tmp_path / "run"))
+    try:
+        coord.setup()
+        rows = [coord.train_step() for _ in range(cfg.train.steps)]
+        coord.finish()
+    finally:
+        coord.shutdown()
+    assert [r["policy_version_lag_max"] for r in rows] == [0.0, 1.0, 1.0]
+    assert [r["policy_version"] for r in rows] == [1, 2, 3]
+    assert abs(rows[0]["is_ratio_mean"] - 1.0) < 1e-4 and rows[0]["tis_clip_frac"] == 0.0  # on-policy
+    assert all(r["is_ratio_max"] >= 1.0 for r in rows[1:])  # stale tokens carry a real weight
+    assert all(r["probe_gap_max"] < 1e-3 for r in rows)  # every push took
+    assert "logprob_gap_mean" in rows[0] and "logprob_gap_mean" not in rows[1]  # no on-policy sample later
