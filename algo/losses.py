@@ -101,11 +101,8 @@ def policy_loss(
     per_token = -torch.minimum(surr_unclipped, surr_clipped)  # (B, T)
     if token_weights is not None:
         per_token = per_token * token_weights.to(per_token.dtype)
-    is_ratio = None
-    if behaviour_logprobs is not None and tis_cap is not None:
-        with torch.no_grad():
-            gap = torch.where(keep, old_logprobs - behaviour_logprobs, torch.zeros_like(old_logprobs))
-            is_ratio = torch.exp(gap)  # (B, T)
+    is_ratio = _importance_ratio(keep, old_logprobs, behaviour_logprobs) if tis_cap is not None else None
+    if is_ratio is not None:
         per_token = per_token * is_ratio.clamp(max=tis_cap).to(per_token.dtype)
 
     kl_ref: torch.Tensor | None = None
@@ -119,24 +116,45 @@ def policy_loss(
     loss = _aggregate(per_token, keep, agg, max_tokens)
 
     with torch.no_grad():
-        n_tok = max(int(keep.sum().item()), 1)
-        clip_low = keep & (adv < 0) & (ratio < 1.0 - eps_low)
-        clip_high = keep & (adv > 0) & (ratio > 1.0 + eps_high)
-        approx_kl = (ratio - 1.0) - log_ratio  # (B, T): k3 of KL(old || new), 0 on masked positions
-        metrics = {
-            "loss": float(loss.detach().item()),
-            "clip_frac_low": float(clip_low.sum().item()) / n_tok,
-            "clip_frac_high": float(clip_high.sum().item()) / n_tok,
-            "approx_kl": float(approx_kl[keep].sum().item()) / n_tok,
-            "ratio_mean": float(ratio[keep].sum().item()) / n_tok if keep.any() else 1.0,
-        }
+        metrics = _metrics(loss, ratio, log_ratio, adv, keep, eps_low, eps_high)
         if kl_ref is not None:
-            metrics["kl_ref"] = float(kl_ref[keep].sum().item()) / n_tok
+            metrics["kl_ref"] = float(kl_ref[keep].sum().item()) / max(int(keep.sum().item()), 1)
         if is_ratio is not None:
-            metrics["is_ratio_mean"] = float(is_ratio[keep].sum().item()) / n_tok if keep.any() else 1.0
-            metrics["is_ratio_max"] = float(is_ratio[keep].max().item()) if keep.any() else 1.0
-            metrics["tis_clip_frac"] = float((keep & (is_ratio > tis_cap)).sum().item()) / n_tok
+            metrics.update(_tis_metrics(is_ratio, keep, tis_cap))
     return loss, metrics
+
+
+def _metrics(loss: torch.Tensor, ratio: torch.Tensor, log_ratio: torch.Tensor, adv: torch.Tensor,
+             keep: torch.Tensor, eps_low: float, eps_high: float) -> dict[str, float]:
+    """Loss, clip fractions, k3 KL(old || new) and mean ratio over the kept tokens."""
+    n_tok = max(int(keep.sum().item()), 1)
+    clip_low = keep & (adv < 0) & (ratio < 1.0 - eps_low)
+    clip_high = keep & (adv > 0) & (ratio > 1.0 + eps_high)
+    approx_kl = (ratio - 1.0) - log_ratio  # (B, T): k3 of KL(old || new), 0 on masked positions
+    return {
+        "loss": float(loss.detach().item()),
+        "clip_frac_low": float(clip_low.sum().item()) / n_tok,
+        "clip_frac_high": float(clip_high.sum().item()) / n_tok,
+        "approx_kl": float(approx_kl[keep].sum().item()) / n_tok,
+        "ratio_mean": float(ratio[keep].sum().item()) / n_tok if keep.any() else 1.0,
+    }
+
+
+def _importance_ratio(keep: torch.Tensor, old: torch.Tensor, behaviour: torch.Tensor | None) -> torch.Tensor | None:
+    """(B, T) exp(old - behaviour) on kept tokens (1 elsewhere), without gradient; None without behaviour."""
+    if behaviour is None:
+        return None
+    with torch.no_grad():
+        return torch.exp(torch.where(keep, old - behaviour, torch.zeros_like(old)))
+
+
+def _tis_metrics(is_ratio: torch.Tensor, keep: torch.Tensor, cap: float) -> dict[str, float]:
+    n_tok = max(int(keep.sum().item()), 1)
+    if not keep.any():
+        return {"is_ratio_mean": 1.0, "is_ratio_max": 1.0, "tis_clip_frac": 0.0}
+    return {"is_ratio_mean": float(is_ratio[keep].sum().item()) / n_tok,
+            "is_ratio_max": float(is_ratio[keep].max().item()),
+            "tis_clip_frac": float((keep & (is_ratio > cap)).sum().item()) / n_tok}
 
 
 def _aggregate(

@@ -86,9 +86,6 @@ class Learner:
         """Join the process group and build the engine. Returns the number of trainable parameters."""
         import deepspeed
         from deepspeed.accelerator import get_accelerator
-        from peft import LoraConfig as PeftLoraConfig
-        from peft import get_peft_model
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         # Without these DeepSpeed falls back to MPI discovery (docs/platform.md#deepspeed-on-the-cpu).
         os.environ.update(
@@ -100,31 +97,7 @@ class Learner:
             LOCAL_WORLD_SIZE="1",
         )
         deepspeed.init_distributed(get_accelerator().communication_backend_name())
-        torch.manual_seed(self.seed)
-        dtype = getattr(torch, self.model_cfg.dtype)
-        tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
-        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        model = AutoModelForCausalLM.from_pretrained(self.base_model_dir, dtype=dtype)
-        if self.cfg.gradient_checkpointing:
-            model.gradient_checkpointing_enable()
-            model.enable_input_require_grads()
-        lc = self.model_cfg.lora
-        model = get_peft_model(
-            model,
-            PeftLoraConfig(
-                r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=lc.target_modules,
-                task_type="CAUSAL_LM", bias="none",
-            ),
-        )
-        params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
-        c = self.cfg
-        # Stepped by train_step after each engine.step(), not handed to DeepSpeed: one place decides
-        # when the schedule advances, whatever the ZeRO stage. ZeRO keeps the optimizer's param groups,
-        # so the factor set here is the lr its step uses.
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: lr_factor(s, self.total_updates, c.lr_schedule, c.lr_warmup_steps, c.lr_final_ratio)
-        )
+        model, optimizer = self.build_model()
         mb = self.cfg.micro_batch_size
         ds_config = {
             "train_micro_batch_size_per_gpu": mb,
@@ -142,7 +115,37 @@ class Learner:
             "wall_clock_breakdown": False,
         }
         self.engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=ds_config)
-        return sum(p.numel() for p in params)
+        return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+    def build_model(self) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """The PEFT LoRA model, its AdamW optimizer and the lr schedule (`self.scheduler`), before any
+        engine wraps them (`setup` hands them to DeepSpeed; bench.side runs them plain for comparison)."""
+        from peft import LoraConfig as PeftLoraConfig
+        from peft import get_peft_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch.manual_seed(self.seed)
+        tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        model = AutoModelForCausalLM.from_pretrained(self.base_model_dir, dtype=getattr(torch, self.model_cfg.dtype))
+        if self.cfg.gradient_checkpointing:
+            model.gradient_checkpointing_enable()
+            model.enable_input_require_grads()
+        lc = self.model_cfg.lora
+        model = get_peft_model(model, PeftLoraConfig(
+            r=lc.r, lora_alpha=lc.alpha, lora_dropout=lc.dropout, target_modules=lc.target_modules,
+            task_type="CAUSAL_LM", bias="none",
+        ))
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        c = self.cfg
+        # Stepped by train_step after each engine.step(), not handed to DeepSpeed: one place decides
+        # when the schedule advances, whatever the ZeRO stage. ZeRO keeps the optimizer's param groups,
+        # so the factor set here is the lr its step uses.
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda s: lr_factor(s, self.total_updates, c.lr_schedule, c.lr_warmup_steps, c.lr_final_ratio)
+        )
+        return model, optimizer
 
     # ---- logprobs ---------------------------------------------------------------------------------
     def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False, with_entropy: bool = False):
