@@ -24,8 +24,15 @@ run: install
 test: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-bench: install
-	$(PY) -m bench.serve_modes
+BENCH_STAMP := $(VENV)/.ngrpo-bench-installed
+
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e '.[cpu,test,bench]'
+	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
+	touch $(BENCH_STAMP)
+
+bench: $(BENCH_STAMP)
+	$(PY) -m bench.run
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

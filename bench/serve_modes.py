@@ -16,36 +16,15 @@ import sys
 import time
 
 
-def _random_update(model_dir: str, lora_cfg, seed: int = 0):
-    import torch
-    from peft import LoraConfig as PeftLoraConfig
-    from peft import get_peft_model, get_peft_model_state_dict
-    from transformers import AutoModelForCausalLM
-
-    from contracts import lora as lora_io
-    from contracts.types import LoraUpdate
-
-    torch.manual_seed(seed)
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(model_dir),
-                           PeftLoraConfig(r=lora_cfg.r, lora_alpha=lora_cfg.alpha,
-                                          target_modules=lora_cfg.target_modules))
-    with torch.no_grad():
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.02)
-    sd = {k: v.detach().clone() for k, v in get_peft_model_state_dict(model).items()}
-    return LoraUpdate(1, sd, lora_io.fingerprint(sd), lora_cfg.alpha / lora_cfg.r)
-
-
 def measure(mode: str, paths, prompts: list[str], n: int, max_tokens: int, repeats: int) -> float:
     from actors.rollout_worker import RolloutWorker
+    from bench.work import random_lora
     from configs.model import LoraConfig
     from configs.rollout import RolloutConfig
 
-    lora_cfg = LoraConfig()
     cfg = RolloutConfig(n=n, max_tokens=max_tokens, max_model_len=512, serve_mode=mode, temperature=1.0)
-    worker = RolloutWorker(str(paths.model_dir), str(paths.tokenizer_dir), cfg, lora_cfg, seed=0)
-    worker.load_adapter(_random_update(str(paths.model_dir), lora_cfg))
+    worker = RolloutWorker(str(paths.model_dir), str(paths.tokenizer_dir), cfg, LoraConfig(), seed=0)
+    worker.load_adapter(random_lora(str(paths.model_dir)))
     worker.generate(prompts[:2], n=2)  # warm-up
     times = []
     for _ in range(repeats):

@@ -1,0 +1,156 @@
+"""One side of a benchmark, in its own process, driven line by line by `bench.run`.
+
+    python -m bench.side KIND [--staleness 0|1] [--threads R L]
+
+Prints `READY {...}` once set up, then answers each `RUN k` line with `DONE {...}` after k units of
+work, and exits on `QUIT`. Each side holds one engine (vLLM initialises torch.distributed per process,
+and two Ray clusters or a TRL trainer cannot share a process); `bench.run` alternates between sides so
+that the machine's drift hits both sides of a ratio alike.
+
+Kinds: `gen-ours` (a RolloutWorker serving a LoRA, merged), `gen-bare` (a plain `vllm.LLM`, text only),
+`gen-bare-lp` (plain, with the sampled tokens' logprobs too), `rl` (a training run on Ray: one unit is one
+RL step), `trl` (TRL's GRPOTrainer with HF generate: one unit is one optimizer step), `learner-ds` (the
+Learner on DeepSpeed ZeRO-2), `learner-torch` (the same step code on plain PEFT + AdamW).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+
+from bench.work import PROMPTS, WORK, bench_config, learner_batch, random_lora, setup_paths
+
+
+def _emit(tag: str, payload: dict) -> None:
+    sys.stdout.write(f"{tag} {json.dumps(payload)}\n")
+    sys.stdout.flush()
+
+
+class Generation:
+    def __init__(self, kind: str) -> None:
+        from cluster.runtime import apply_role_env
+
+        apply_role_env()
+        self.kind, self.task, self.paths, self.tok = kind, *setup_paths()
+        self.prompts = [self.task.render_prompt(self.tok, r) for r in self.task.rows()[1][:PROMPTS]]
+        if kind == "gen-ours":
+            from actors.rollout_worker import RolloutWorker
+            from configs.model import LoraConfig
+
+            cfg = bench_config([]).rollout
+            self.worker = RolloutWorker(str(self.paths.model_dir), str(self.paths.tokenizer_dir), cfg, LoraConfig())
+            self.worker.load_adapter(random_lora(str(self.paths.model_dir)))
+        else:
+            from vllm import LLM
+
+            self.llm = LLM(model=str(self.paths.model_dir), tokenizer=str(self.paths.tokenizer_dir), dtype="float32",
+                           enforce_eager=True, kv_cache_memory_bytes=256 * 1024**2, max_model_len=512, seed=0)
+        self.calls = 0
+
+    def run(self) -> dict:
+        self.calls += 1
+        t = time.perf_counter()
+        if self.kind == "gen-ours":
+            out = self.worker.generate(self.prompts, n=WORK["n"], temperature=1.0, max_tokens=WORK["max_tokens"],
+                                       seed=self.calls)
+            tokens = sum(len(c.token_ids) for g in out.groups for c in g)
+        else:
+            from vllm import SamplingParams
+
+            params = SamplingParams(n=WORK["n"], temperature=1.0, max_tokens=WORK["max_tokens"],
+                                    logprobs=0 if self.kind == "gen-bare-lp" else None)
+            outs = self.llm.generate(self.prompts, params, use_tqdm=False)
+            tokens = sum(len(c.token_ids) for o in outs for c in o.outputs)
+        return {"seconds": time.perf_counter() - t, "tokens": tokens}
+
+
+class RL:
+    def __init__(self, staleness: int, threads: tuple[int, int]) -> None:
+        from actors.coordinator import Coordinator
+        from cluster.runtime import connect
+
+        cfg = bench_config([f"train.max_staleness={staleness}", f"rollout.num_threads={threads[0]}",
+                            f"learner.num_threads={threads[1]}", f"train.run_name=bench-rl-{staleness}"])
+        connect(cfg.cluster)
+        import tempfile
+
+        self.coord = Coordinator(cfg, tempfile.mkdtemp(prefix="ngrpo-bench-rl-"))
+        self.coord.setup()
+
+    def run(self) -> dict:
+        t = time.perf_counter()
+        row = self.coord.train_step()
+        return {"seconds": time.perf_counter() - t, "sync": row["time/sync"], "generate": row["time/generate"],
+                "learn": row["time/learn"], "tokens": row["completion_length"]}
+
+
+class TRL:
+    """GRPOTrainer paused between optimizer steps by a callback that waits for the driver's next RUN."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.task, self.paths, self.tok = setup_paths()
+        self.go, self.done = threading.Semaphore(0), threading.Semaphore(0)
+        self.times: list[float] = []
+        self.thread = threading.Thread(target=self._train, daemon=True)
+        self.thread.start()
+        self.go.release()  # the first step warms up (compiles, allocates) before READY
+        self.done.acquire()
+
+    def _train(self) -> None:
+        from bench.trl_side import trl_trainer
+
+        trainer = trl_trainer(self.task, self.paths, self.tok, self)
+        trainer.train()
+
+    def run(self) -> dict:
+        self.go.release()
+        self.done.acquire()
+        return {"seconds": self.times[-1]}
+
+
+class LearnerSide:
+    def __init__(self, plain: bool) -> None:
+        from bench.work import deepspeed_learner, plain_learner
+
+        self.task, self.paths, self.tok = setup_paths()
+        self.learner = plain_learner(self.paths) if plain else deepspeed_learner(self.paths)
+        self.batch = learner_batch(self.learner.pad_id)
+
+    def run(self) -> dict:
+        t = time.perf_counter()
+        m = self.learner.train_step(self.batch)
+        return {"seconds": time.perf_counter() - t, "learned": m["learned_sequences"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("kind", choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "trl", "learner-ds", "learner-torch"])
+    p.add_argument("--staleness", type=int, default=0)
+    p.add_argument("--threads", type=int, nargs=2, default=(2, 2), metavar=("ROLLOUT", "LEARNER"))
+    args = p.parse_args(argv)
+    if args.kind.startswith("gen-"):
+        side = Generation(args.kind)
+    elif args.kind == "rl":
+        side = RL(args.staleness, tuple(args.threads))
+    elif args.kind == "trl":
+        side = TRL()
+    else:
+        side = LearnerSide(plain=args.kind == "learner-torch")
+    side.run()  # a warm-up unit, not measured
+    _emit("READY", {"kind": args.kind})
+    for line in sys.stdin:
+        cmd = line.split()
+        if not cmd or cmd[0] == "QUIT":
+            break
+        units = [side.run() for _ in range(int(cmd[1]))]
+        _emit("DONE", {"units": units, "median_seconds": statistics.median(u["seconds"] for u in units)})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""bench.run's table: each ratio is the right way round, and a target is judged by it."""
+
+from __future__ import annotations
+
+from bench.run import markdown, rows
+
+
+class _Units:
+    def __init__(self, units):
+        self.units = units
+
+    def median(self, key="seconds"):
+        import statistics
+
+        return statistics.median(u[key] for u in self.units)
+
+
+def test_ratios_and_targets():
+    m = {
+        "gen-ours": _Units([{"seconds": 1.0, "tokens": 1000}]), "gen-bare": _Units([{"seconds": 0.9, "tokens": 1000}]),
+        "gen-bare-lp": _Units([{"seconds": 1.2, "tokens": 1000}]),
+        "rl-sync": _Units([{"seconds": 3.0, "sync": 0.03, "generate": 1.0, "learn": 2.0}]),
+        "rl-off": _Units([{"seconds": 2.2, "sync": 0.03, "generate": 2.0, "learn": 2.1}]),
+        "rl-sync-1x1": _Units([{"seconds": 4.0, "sync": 0.03, "generate": 1.5, "learn": 2.0}]),
+        "trl": _Units([{"seconds": 6.0}]),
+        "learner-ds": _Units([{"seconds": 2.1}]), "learner-torch": _Units([{"seconds": 2.0}]),
+    }
+    table = {r["measure"]: r for r in rows(m)}
+    gen = table["generation vs bare vLLM (text only)"]
+    assert abs(gen["ratio"] - 0.9) < 1e-9 and gen["met"] == "no"  # 1000/1.0 vs 1000/0.9 tokens/s
+    assert table["LoRA push / synchronous RL step"]["met"] == "yes"  # 0.01
+    assert table["RL step: synchronous vs TRL GRPOTrainer (HF generate)"]["ratio"] == 2.0
+    assert table["RL step: one-step-off vs TRL GRPOTrainer (HF generate)"]["met"] == "yes"  # 6 / 2.2
+    over = table["overlapped step / max(generate, learn) alone, 1+1 threads"]
+    assert abs(over["ratio"] - 1.1) < 1e-9 and over["met"] == "yes"
+    text = markdown(list(table.values()), {"date": "d", "machine": "m", "rounds": 1})
+    assert text.count("\n| ") == len(table) + 1  # header + one line per row
