@@ -118,3 +118,9 @@ def test_the_default_preset_fits_a_plain_two_core_head():
     assert resource_problems(cfg, {"CPU": 2.0}) == []
     assert resource_problems(cfg, {"CPU": 1.0})  # and a smaller cluster is told what to set
     assert cfg.train.checkpoint_every == 10 and cfg.train.resume == "auto"
+
+
+def test_the_gpu_preset_overlaps_generation_and_learning_with_adapter_serving():
+    cfg = load_config("qwen2.5-7b-fund")
+    assert cfg.train.max_staleness == 1 and cfg.rollout.serve_mode == "adapter"
+    assert cfg.algorithm.loss.tis_cap is not None  # the stale batches are importance-weighted
