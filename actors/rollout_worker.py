@@ -275,7 +275,9 @@ def _quiet_vllm() -> None:
     """Silence vLLM messages that are not problems here, so a run's log stays readable: merged serving
     reloads only the LoRA-touched tensors, and at every push vLLM warns, per untouched layer and in a
     summary, that the others were not loaded, and keeps them, which is what we want (the push is
-    verified by fingerprint and probe instead)."""
+    verified by fingerprint and probe instead). The engine gets token ids and no tokenizer, so its
+    chat-template warm-up fails by design and would print a stack trace that reads like a crash."""
+    _drop("vllm.renderers.base", "Chat template warmup failed")
     reload = "vllm.model_executor.model_loader.reload"
     _drop(f"{reload}.inplace", "Following weights were not loaded from checkpoint")
     _drop(f"{reload}.layerwise", "Failed to load weights")
