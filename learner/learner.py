@@ -351,6 +351,12 @@ class Learner:
         if client is None:
             raise RuntimeError(f"no learner state under {path}")
         self.scheduler.load_state_dict(client["scheduler"])
+        # The optimizer state carries the lr the saved run set; take it from this run's schedule instead,
+        # so a run resumed with more steps (a longer decay) uses its own lr from the first step on.
+        for group, base, lam in zip(self.scheduler.optimizer.param_groups, self.scheduler.base_lrs,
+                                    self.scheduler.lr_lambdas):
+            group["lr"] = base * lam(self.scheduler.last_epoch)
+        self.scheduler._last_lr = [g["lr"] for g in self.scheduler.optimizer.param_groups]
         self.version = int(client["version"])
         return self.version
 

@@ -51,7 +51,9 @@ def _answers(row: dict) -> dict[str, str]:
     }
 
 
-def _run(tmp_path, overrides: list[str], script, steps: int, learner=Learner) -> tuple[Coordinator, list[dict]]:
+def _run(tmp_path, overrides: list[str], script, steps: int, learner=Learner,
+         take: int | None = None) -> tuple[Coordinator, list[dict]]:
+    """A run of `steps` steps, of which the first `take` (all by default) are taken."""
     cfg = load_config("tiny-cpu", [*SMALL, f"train.steps={steps}", *overrides])
     train, held = load_task(cfg.task).rows()  # the scripted worker answers for these rows
     roles = {"rollout": scripted_worker(train + held, script), "learner": learner}
@@ -59,7 +61,7 @@ def _run(tmp_path, overrides: list[str], script, steps: int, learner=Learner) ->
     try:
         coord.setup()
         coord.evaluate("before")
-        rows = [coord.train_step() for _ in range(steps)]
+        rows = [coord.train_step() for _ in range(steps if take is None else take)]
         coord.evaluate("after")
         coord.finish()
     finally:
@@ -270,7 +272,7 @@ def test_a_resumed_run_writes_the_rows_the_straight_run_wrote(tmp_path):
     over = ["train.checkpoint_every=2", "algorithm.ngrpo.mode=dynamic", "train.sampling=adaptive",
             "train.adaptive_by=kind"]
     _, straight = _run(tmp_path / "a", over, _script_spread, 4)
-    first, _ = _run(tmp_path / "b", over, _script_spread, 3)  # ends with a checkpoint at step 3
+    first, _ = _run(tmp_path / "b", over, _script_spread, 4, take=3)  # stops with a checkpoint at step 3
     cfg = load_config("tiny-cpu", [*SMALL, "train.steps=4", *over])
     train, held = load_task(cfg.task).rows()
     coord = Coordinator(cfg, str(first.run.dir), backend=LocalBackend(),

@@ -124,10 +124,10 @@ def test_saved_state_continues_exactly(tiny_paths, ray_local, tmp_path):
     rank gives the same weights, bit for bit, as on the rank that never stopped."""
     cfg = LearnerConfig(zero_stage=2, lr=1e-2, micro_batch_size=3, lr_schedule="linear")
 
-    def rank():
+    def rank(rl_steps=4):
         actor = ray_local.remote(Learner).options(num_cpus=1).remote(
             str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), ModelConfig(lora=LoraConfig(r=4, alpha=8)),
-            cfg, AlgorithmConfig(), rl_steps=4)
+            cfg, AlgorithmConfig(), rl_steps=rl_steps)
         r = _Sync(actor)
         assert r.setup("127.0.0.1", free_port()) > 0
         return r, actor
@@ -147,3 +147,11 @@ def test_saved_state_continues_exactly(tiny_paths, ray_local, tmp_path):
         ray_local.kill(actor_b)
     assert m["lr"] == pytest.approx(1e-2 * 0.75)  # the schedule resumed at its second step
     assert (got.version, got.fingerprint) == (want.version, want.fingerprint)
+    # Resumed with a longer run (more steps): its first step already follows the longer decay, not
+    # the lr the saved run's schedule left in the optimizer state.
+    longer, actor_c = rank(rl_steps=8)
+    try:
+        longer.load_state(str(tmp_path / "ckpt"))
+        assert longer.train_step(_batch([0.5, -0.5, 1.0], seed=1))["lr"] == pytest.approx(1e-2 * 7 / 8)
+    finally:
+        ray_local.kill(actor_c)
