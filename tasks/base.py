@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from configs.loader import ConfigError, explain
 from configs.task import TaskConfig
+from tasks.env import Environment
 
 # name → "package.module:Class". Add a task of your own here (or give `task.name` as an import path).
 TASKS: dict[str, str] = {"fund_assistant": "tasks.fund_assistant.task:FundAssistantTask"}
@@ -81,6 +82,11 @@ class Task(ABC):
     def vocabulary(self) -> list[str]:
         """Strings that must be single tokens in a tokenizer trained on `corpus` (e.g. tool names)."""
         return []
+
+    def environment(self, max_turns: int) -> Environment:
+        """A fresh environment for one multi-turn agent episode (`tasks.env`); tasks that have one
+        override this."""
+        raise NotImplementedError(f"task {self.name!r} has no agent environment")
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
         """The reward functions' keyword columns for `rows` (one list per label column present)."""

@@ -12,7 +12,7 @@ Calendar simplifications (documented in LABELS.md): days are integers with weekd
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 DAY_NAMES: dict[str, tuple[str, ...]] = {
     "zh": ("周一", "周二", "周三", "周四", "周五", "周六", "周日"),
@@ -169,6 +169,18 @@ class Account:
         sale_days = [d for d in range(acct.today - 5, acct.today) if is_business_day(d)]
         acct.add_sale(tickers[2], rng.choice([100, 200, 500]), rng.choice(sale_days))
         return acct
+
+    # ---------------------------------------------------------------- as data (episode rows)
+    def to_dict(self) -> dict:
+        """A JSON-ready copy of the whole state (`from_dict` rebuilds an equal account)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Account:
+        return cls(d["lang"], int(d["today"]), int(d["minute"]), d["default"],
+                   balances={k: float(v) for k, v in d["balances"].items()},
+                   holdings=[Holding(**h) for h in d["holdings"]], trades=[Trade(**t) for t in d["trades"]],
+                   prices={k: float(v) for k, v in d["prices"].items()})
 
     # ---------------------------------------------------------------- setup helpers (generator)
     def ensure(self, account: str, balance: float | None = None) -> None:

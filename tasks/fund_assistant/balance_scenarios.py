@@ -26,17 +26,19 @@ from tasks.fund_assistant.scenario import (
 from tasks.fund_assistant.slots import MAKERS, amount_text, describe, fill
 
 
-def _balance_then(kind: str, rng: random.Random, lang: str, withdraw: bool) -> Scenario:
-    """Check the balance; if it covers the amount, transfer/withdraw it; else the stated fallback."""
+def _balance_then(kind: str, rng: random.Random, lang: str, withdraw: bool, refuse: bool = False) -> Scenario:
+    """Check the balance; if it covers the amount, transfer/withdraw it; else the stated fallback.
+    `refuse`: the request states no fallback and the balance falls short, so the only step is the
+    check (an agent episode then answers that it did not act, and why; no single-step row has this)."""
     mains, elses = (T.MS_BALANCE_WITHDRAW if withdraw else T.MS_BALANCE_TRANSFER)[lang]
-    else_text, branch = pick_else(rng, elses)
+    else_text, branch = ("", "") if refuse else pick_else(rng, elses)
     amt, amt_text = MAKERS["amt"](rng, lang, {})
     amt2 = round100(amt * rng.choice([0.3, 0.5]))
     preset = {"amt": (amt, amt_text), "amt2": (amt2, amount_text(amt2, lang, rng))}
     req, v = fill(rng.choice(mains) + else_text, rng, lang, preset)
     amount = v.get("small", amt)
     acc, dst = v.get("acc"), v.get("dst")
-    enough = branch == "" or rng.random() < 0.5
+    enough = not refuse and (branch == "" or rng.random() < 0.5)
     if enough:
         bal = math.ceil(amount * rng.uniform(1.2, 8.0) / 100.0) * 100
     elif branch == "smaller":
@@ -74,8 +76,9 @@ def _balance_then(kind: str, rng: random.Random, lang: str, withdraw: bool) -> S
         ),
         [describe("check_balance", check, lang), cond_plan(lang, cond, then, other)],
     )
-    _after_balance(run, lang, num(bal, lang), num(amount, lang), (op_tool, op, then) if enough else None,
-                   fallback, other)
+    if not refuse:
+        _after_balance(run, lang, num(bal, lang), num(amount, lang), (op_tool, op, then) if enough else None,
+                       fallback, other)
     return run.sc
 
 
@@ -117,3 +120,9 @@ def balance_transfer(rng: random.Random, lang: str, length: int | None = None) -
 
 def balance_withdraw(rng: random.Random, lang: str, length: int | None = None) -> Scenario:
     return _balance_then("balance_withdraw", rng, lang, withdraw=True)
+
+
+def balance_refusal(rng: random.Random, lang: str, length: int | None = None) -> Scenario:
+    """A balance-conditional transfer or withdrawal without a fallback, whose balance falls short."""
+    withdraw = rng.random() < 0.5
+    return _balance_then("balance_refusal", rng, lang, withdraw=withdraw, refuse=True)

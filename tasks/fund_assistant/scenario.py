@@ -32,13 +32,14 @@ class Scenario:
     request: str
     steps: list[Labelled] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)  # observations[i] is what step i returned
+    initial: dict = field(default_factory=dict)  # the account before step 1 (`Account.to_dict`): episodes start here
 
 
 class Run:
     """Executes labelled steps against the account, recording each observation."""
 
     def __init__(self, kind: str, lang: str, request: str, acct: Account) -> None:
-        self.sc, self.acct = Scenario(kind, lang, request), acct
+        self.sc, self.acct = Scenario(kind, lang, request, initial=acct.to_dict()), acct
 
     def step(self, tool: str, params: dict[str, Any], thought: str, plan: list[str]) -> str:
         if not params_valid(tool, params):  # a generator bug, never a data property

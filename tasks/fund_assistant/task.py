@@ -18,6 +18,7 @@ from configs.base import Section
 from tasks.base import Task
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.data import load_jsonl
+from tasks.fund_assistant.env import FundAccountEnv
 from tasks.fund_assistant.generator import apply_seed_label_bug, generate
 from tasks.fund_assistant.prompting import SYSTEM_PROMPTS, render_prompt
 from tasks.fund_assistant.rewards import MultistepGTReward
@@ -104,6 +105,10 @@ class FundAssistantTask(Task):
             texts.append(f"user\n{r['prompt']}")
             texts.append(f"assistant\n{r['solution']}")
         return texts
+
+    def environment(self, max_turns: int) -> FundAccountEnv:
+        """An episode against the simulated account (rows: `tasks.fund_assistant.episodes.episode_rows`)."""
+        return FundAccountEnv(max_turns)
 
     def vocabulary(self) -> list[str]:
         """Each tool name is one token: choosing a tool becomes one decision instead of a spelling

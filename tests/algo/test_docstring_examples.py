@@ -23,6 +23,8 @@ MODULES = [
     "observe.schema",
     "cluster.backend",
     "cluster.actor_group",
+    "tasks.env",
+    "tasks.base",
 ]
 
 
