@@ -65,6 +65,9 @@ class TrainBatch:
     token_weights: list[list[float]] | None = None  # (B, T_i) DART weights
     # (B,) learner version - the version that sampled each sequence (0: on-policy); None: all 0
     lags: list[int] | None = None
+    # (B, T_i) 1 on the policy's own tokens, 0 on tokens it did not sample (a multi-turn episode's tool
+    # observations): loss, entropy, clip fractions and the logprob gap count only the 1s. None: all 1.
+    loss_mask: list[list[int]] | None = None
 
 
 @dataclass

@@ -28,7 +28,15 @@ from configs.model import ModelConfig
 from contracts import lora as lora_io
 from contracts.identity import node_identity
 from contracts.types import LoraUpdate, TrainBatch
-from learner.micro_batches import SUMMED, Norm, logprob_gaps, pad_rows, plan_micro_batches
+from learner.micro_batches import (
+    SUMMED,
+    Norm,
+    counted_tokens,
+    logprob_gaps,
+    loss_mask,
+    pad_rows,
+    plan_micro_batches,
+)
 from learner.sequences import completion_scores, output_layer, pack
 
 log = logging.getLogger(__name__)
@@ -180,7 +188,7 @@ class Learner:
         # Dr.GRPO divides by a constant: the configured one, else the longest completion of the batch.
         norm = Norm(
             sequences=len(batch.completion_ids),
-            tokens=max(1, sum(len(c) for c in batch.completion_ids)),
+            tokens=max(1, counted_tokens(batch)),
             max_tokens=lc.max_tokens or max(1, max(len(c) for c in batch.completion_ids)),
         )
         micro = self.plan_micro_batches(batch)
@@ -276,14 +284,15 @@ class Learner:
         lc = self.algo.loss
         packed, logp, ent = self._forward(batch, rows, with_entropy=True)  # (b, T) each
         old_lp = old if old is not None else logp.detach()  # the proximal policy: this update's start
-        width = packed.completion_mask.shape[1]
+        mask = loss_mask(batch, rows, packed.completion_mask)
+        width = mask.shape[1]
         weights = None
         if batch.token_weights is not None:
             weights = pad_rows([batch.token_weights[i] for i in rows], width)
         behaviour = pad_rows([batch.rollout_logprobs[i] for i in rows], width) if lc.tis_cap else None
         adv = torch.tensor([batch.advantages[i] for i in rows], dtype=torch.float32)
         loss, m = policy_loss(
-            logp, old_lp, adv, packed.completion_mask,
+            logp, old_lp, adv, mask,
             eps_low=lc.eps_low, eps_high=lc.eps_high, agg=lc.agg,
             ref_logprobs=ref, kl_coef=lc.kl_coef, token_weights=weights, max_tokens=norm.max_tokens,
             behaviour_logprobs=behaviour, tis_cap=lc.tis_cap,
@@ -291,11 +300,10 @@ class Learner:
         # Each micro-batch's mean is reweighted to its share of the GLOBAL batch, and multiplied by
         # world_size because data-parallel reduction averages gradients over ranks.
         if lc.agg == "token_mean":
-            share = packed.completion_mask.sum().item() / norm.tokens
+            share = mask.sum().item() / norm.tokens
         else:
             share = len(rows) / norm.sequences
         self.engine.backward(loss * share * self.world_size, scale_wrt_gas=False)
-        mask = packed.completion_mask
         m["entropy"] = ((ent * mask).sum() / mask.sum().clamp(min=1)).item()
         return loss.item() * share, m, old_lp
 

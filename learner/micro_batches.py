@@ -53,13 +53,32 @@ class Norm:
 
 
 def logprob_gaps(lp: torch.Tensor, batch: TrainBatch, rows: list[int]) -> list[torch.Tensor]:
-    """|learner − vLLM| logprob per real completion token of each row."""
+    """|learner − vLLM| logprob per sampled completion token of each row (observation tokens, which
+    vLLM did not sample, are left out)."""
     out = []
     for j, i in enumerate(rows):
         t = len(batch.completion_ids[i])
         v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
-        out.append((lp[j, :t].detach().float() - v).abs())
+        gap = (lp[j, :t].detach().float() - v).abs()
+        if batch.loss_mask is not None:
+            gap = gap[torch.tensor(batch.loss_mask[i][:t], dtype=torch.bool)]
+        out.append(gap)
     return out
+
+
+def loss_mask(batch: TrainBatch, rows: list[int], completion_mask: torch.Tensor) -> torch.Tensor:
+    """(b, T) 1 on the tokens the loss counts: real completion tokens the policy sampled itself."""
+    if batch.loss_mask is None:
+        return completion_mask
+    return completion_mask * pad_rows([[float(x) for x in batch.loss_mask[i]] for i in rows],
+                                      completion_mask.shape[1]).to(completion_mask.dtype)
+
+
+def counted_tokens(batch: TrainBatch) -> int:
+    """Tokens the loss counts over the whole batch (the token-mean normaliser)."""
+    if batch.loss_mask is None:
+        return sum(len(c) for c in batch.completion_ids)
+    return int(sum(sum(m[: len(c)]) for m, c in zip(batch.loss_mask, batch.completion_ids)))
 
 
 def pad_rows(rows: list[list[float]], width: int) -> torch.Tensor:

@@ -155,3 +155,34 @@ def test_saved_state_continues_exactly(tiny_paths, ray_local, tmp_path):
         assert longer.train_step(_batch([0.5, -0.5, 1.0], seed=1))["lr"] == pytest.approx(1e-2 * 7 / 8)
     finally:
         ray_local.kill(actor_c)
+
+
+def test_observation_tokens_are_left_out_of_the_update_and_the_metrics(learner, tmp_path):
+    """A multi-turn sample's completion holds tool observations the policy did not sample (mask 0).
+    Whatever stands at those positions in vLLM's logprobs (which have none there) and in the token
+    weights must not change the update or the metrics; without the mask the same change does."""
+    base = _batch([1.0, -1.0, 0.5], seed=7)
+    masks = [[1, 1, 0, 0, 1, 1, 1, 1][: len(c)] for c in base.completion_ids]
+
+    def variant(noise: float, masked: bool) -> TrainBatch:
+        lps = [[noise if m == 0 else -2.0 for m in mk] for mk in masks]
+        weights = [[3.0 if m == 0 else 1.0 for m in mk] if noise else [1.0] * len(mk) for mk in masks]
+        return TrainBatch(base.prompt_ids, base.completion_ids, lps, base.advantages, token_weights=weights,
+                          loss_mask=masks if masked else None)
+
+    learner.save_state(str(tmp_path / "start"))
+
+    def train(batch):
+        learner.load_state(str(tmp_path / "start"))
+        m = learner.train_step(batch)
+        return learner.export_lora().fingerprint, m
+
+    quiet, m_quiet = train(variant(0.0, masked=True))
+    noisy, m_noisy = train(variant(-30.0, masked=True))
+    assert noisy == quiet
+    for key in ("loss", "entropy", "logprob_gap_mean", "logprob_gap_max", "is_ratio_mean", "clip_frac_high"):
+        assert m_noisy[key] == m_quiet[key], key
+    unmasked_quiet, _ = train(variant(0.0, masked=False))
+    unmasked_noisy, m_unmasked = train(variant(-30.0, masked=False))
+    assert unmasked_noisy != unmasked_quiet and unmasked_quiet != quiet
+    assert m_unmasked["logprob_gap_max"] > m_noisy["logprob_gap_max"]
