@@ -19,13 +19,16 @@ from pathlib import Path
 
 import torch
 
+from actors.agent_loop import EpisodeSample, run_episodes
 from actors.errors import PushError
 from actors.offsets import token_char_offsets
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
+from configs.task import TaskConfig
 from contracts import lora as lora_io
 from contracts.identity import node_identity
 from contracts.types import Completion, LoraUpdate, Rollout, Served
+from tasks.base import load_task
 
 log = logging.getLogger(__name__)
 
@@ -155,6 +158,30 @@ class RolloutWorker:
             worker_index=self.worker_index,
             fingerprint=self.served_fingerprint,
         )
+
+    def play_episodes(self, rows: list[dict], task: TaskConfig, max_turns: int, temperature: float | None = None,
+                      max_tokens: int | None = None, seed: int | None = None) -> list[EpisodeSample]:
+        """One multi-turn episode per row against the task's environment, all in flight together
+        (`actors.agent_loop`): each turn is one batched engine call over the live episodes."""
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+
+        temperature = self.cfg.temperature if temperature is None else temperature
+        params = SamplingParams(n=1, temperature=temperature, top_p=self.cfg.top_p if temperature > 0 else 1.0,
+                                max_tokens=max_tokens or self.cfg.max_tokens, logprobs=0, flat_logprobs=True,
+                                detokenize=False, seed=seed if torch.cuda.is_available() else None)
+        if seed is not None and not torch.cuda.is_available():  # as in `generate`
+            self.llm.reset_prefix_cache()
+            torch.manual_seed(seed)
+
+        def engine(sequences: list[list[int]]) -> list[tuple[list[int], list[float]]]:
+            outs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in sequences], params,
+                                     lora_request=self._lora_request, use_tqdm=False)
+            return [(list(o.outputs[0].token_ids), list(o.outputs[0].logprobs.logprobs)) for o in outs]
+
+        env_task = load_task(task)
+        max_context = self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens)
+        return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine, max_context)
 
     # ---- weight push ------------------------------------------------------------------------------
     def load_adapter(self, update: LoraUpdate, rollback: bool = False) -> Served:

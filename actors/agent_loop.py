@@ -1,0 +1,162 @@
+"""Multi-turn episodes at the token level: many episodes in flight, the history never re-tokenized.
+
+Per turn, every live episode's token sequence goes to the engine in one batch; each episode keeps the
+ids its policy sampled exactly as sampled, hands the decoded text to its environment, and appends the
+observation as ids rendered once from the chat template. An episode's sample is then one sequence:
+the first messages (`prompt_ids`), then policy turns and observations (`completion_ids`), with a loss
+mask (1 on the policy's own tokens) and the engine's logprobs of those tokens (0.0 elsewhere).
+
+Why not re-render the conversation each turn: tokenizing the whole history again can merge the
+sampled tokens differently at a turn boundary, and the learner would then train on tokens the sampler
+never produced, without any error. Here the only text that is tokenized is the template's own wrapper
+around each observation, and it must decode back to exactly that text (`TemplateDriftError`
+otherwise); `check_transcript` compares a finished episode with the chat template's rendering.
+
+The engine is any function from token sequences to (sampled ids, their logprobs), one per sequence:
+the rollout worker passes its vLLM engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tasks.env import OBSERVATION_ROLE, Environment
+
+Generate = Callable[[list[list[int]]], list[tuple[list[int], list[float]]]]
+_MARK = "\x00{}\x00"
+
+
+class TemplateDriftError(ValueError):
+    """The chat template's text does not survive tokenize → decode: ids appended for it would not be
+    the tokens the template means."""
+
+
+@dataclass
+class Wrapper:
+    """The chat template's text around an observation: `close` ends the assistant turn after its
+    content (its end-of-turn token included), `before` / `after` surround the observation's content
+    (`after` opens the next assistant turn)."""
+
+    close: str
+    before: str
+    after: str
+
+    @classmethod
+    def of(cls, tokenizer: Any) -> Wrapper:
+        said = [{"role": "user", "content": "u"}, {"role": "assistant", "content": _MARK.format("A")}]
+        turn = tokenizer.apply_chat_template(said, tokenize=False)
+        close = turn.split(_MARK.format("A"), 1)[1]
+        full = tokenizer.apply_chat_template(said + [{"role": OBSERVATION_ROLE, "content": _MARK.format("O")}],
+                                             tokenize=False, add_generation_prompt=True)
+        if not full.startswith(turn):
+            raise TemplateDriftError("the chat template renders earlier turns differently once a tool message follows")
+        before, after = full[len(turn):].split(_MARK.format("O"), 1)
+        return cls(close, before, after)
+
+
+def encode_exact(tokenizer: Any, text: str) -> list[int]:
+    """`text` as ids that decode back to exactly `text`."""
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    back = tokenizer.decode(ids, skip_special_tokens=False)
+    if back != text:
+        raise TemplateDriftError(f"template text {text!r} decodes back as {back!r}")
+    return ids
+
+
+@dataclass
+class EpisodeSample:
+    """One finished episode as a training sample (see the module docstring)."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    loss_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    messages: list[dict[str, str]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False
+    score: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def observation_tokens(self) -> int:
+        return len(self.loss_mask) - sum(self.loss_mask)
+
+
+class _Live:
+    def __init__(self, env: Environment, row: dict, tokenizer: Any) -> None:
+        self.env = env
+        messages = list(env.reset(row))
+        # The first messages are tokenized as the single-turn prompts are: the rendered text, once.
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        self.sample = EpisodeSample(prompt_ids=tokenizer.encode(text, add_special_tokens=False), messages=messages)
+        self.done = False
+
+    def sequence(self) -> list[int]:
+        return self.sample.prompt_ids + self.sample.completion_ids
+
+    def add(self, ids: list[int], logprobs: list[float] | None) -> None:
+        s = self.sample
+        s.completion_ids += ids
+        s.loss_mask += [1 if logprobs is not None else 0] * len(ids)
+        s.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+
+
+def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any, generate: Generate,
+                 max_context: int) -> list[EpisodeSample]:
+    """Play one episode per row, all in flight together; an episode ends when its environment says
+    so, after its `max_turns`, or when its next turn would not fit in `max_context` tokens
+    (truncated)."""
+    wrap = Wrapper.of(tokenizer)
+    eos = tokenizer.eos_token_id
+    live = [_Live(make_env(), row, tokenizer) for row in rows]
+    while active := [e for e in live if not e.done]:
+        for e, (ids, logprobs) in zip(active, generate([e.sequence() for e in active]), strict=True):
+            e.add(list(ids), list(logprobs))
+            text = tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=False)
+            e.sample.messages.append({"role": "assistant", "content": text})
+            result = e.env.step(text)
+            e.sample.turns.append(result.info)
+            if result.done or len(e.sample.turns) >= e.env.max_turns:
+                e.done, e.sample.truncated = True, not result.done
+                continue
+            observation = result.observation or ""
+            close = wrap.close
+            if ids and ids[-1] == eos and close.startswith(tokenizer.eos_token):
+                close = close[len(tokenizer.eos_token):]  # the policy sampled the end-of-turn token itself
+            e.add(encode_exact(tokenizer, close + wrap.before + observation + wrap.after), None)
+            e.sample.messages.append({"role": OBSERVATION_ROLE, "content": observation})
+            if len(e.sequence()) >= max_context:
+                e.done, e.sample.truncated = True, True
+    for e in live:
+        e.sample.score = e.env.score()
+    return [e.sample for e in live]
+
+
+def check_transcript(tokenizer: Any, sample: EpisodeSample) -> None:
+    """Raise TemplateDriftError unless the sample's ids decode to the chat template's rendering of its
+    messages (up to the end of the last turn's closing text): what the learner trains on is the
+    conversation the environment saw."""
+    got = tokenizer.decode(sample.prompt_ids + sample.completion_ids, skip_special_tokens=False)
+    ends_on_observation = sample.messages[-1]["role"] == OBSERVATION_ROLE
+    want = tokenizer.apply_chat_template(sample.messages, tokenize=False, add_generation_prompt=ends_on_observation)
+    rest = want[len(got):] if want.startswith(got) else None
+    if rest is None or not Wrapper.of(tokenizer).close.endswith(rest):
+        raise TemplateDriftError(f"episode ids decode to a different conversation than the template renders:\n"
+                                 f"ids:      {got[-200:]!r}\ntemplate: {want[-200:]!r}")
+
+
+def episode_metrics(samples: Sequence[EpisodeSample]) -> dict[str, float]:
+    """Per-step statistics of a batch of episodes: turns, tool calls and their error rate, success,
+    truncation and the share of completion tokens that are observations (not trained on)."""
+    n = max(1, len(samples))
+    calls = sum(s.score.get("tool_calls", 0.0) for s in samples)
+    tokens = sum(len(s.loss_mask) for s in samples)
+    return {
+        "episode_turns_mean": sum(len(s.turns) for s in samples) / n,
+        "tool_calls_per_episode": calls / n,
+        "tool_error_rate": sum(s.score.get("tool_errors", 0.0) for s in samples) / max(1.0, calls),
+        "success_rate": sum(s.score.get("success", 0.0) for s in samples) / n,
+        "frac_truncated_episodes": sum(s.truncated for s in samples) / n,
+        "obs_token_frac": sum(s.observation_tokens for s in samples) / max(1, tokens),
+    }
