@@ -132,7 +132,7 @@ def markdown(table: list[dict], meta: dict) -> str:
              "| measure | ngrpo-ray | baseline | ratio | target | met | n |", "|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['measure']} | {r['ngrpo_ray']:.3g} {r['unit']} | {r['baseline']:.3g} {r['unit']} | "
-                     f"{r['ratio']:.2f} | {r['target']} | {r['met']} | {r['n']} |")
+                     f"{r['ratio']:.3g} | {r['target']} | {r['met']} | {r['n']} |")  # 0.0219, not 0.02
     return "\n".join(lines) + "\n"
 
 
