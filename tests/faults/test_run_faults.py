@@ -30,12 +30,19 @@ def straight(runs):
     return run
 
 
-def test_a_killed_rollout_worker_is_replaced_and_its_share_regenerated(runs, straight):
-    run = start(runs, "worker-kill9")
-    run.wait_rows(2)
-    os.kill(run.pid("rollout"), signal.SIGKILL)
+def _recovers(runs, straight, name: str, role: str, sig: int, after_rows: int):
+    """Start run `name`, send `sig` to its `role` process after `after_rows` rows; the run must finish
+    with the straight run's rows."""
+    run = start(runs, name)
+    run.wait_rows(after_rows)
+    os.kill(run.pid(role), sig)
     assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())
+    same_rows(straight.rows(), run.rows())  # steps after a rollback ran again, rows not doubled
+    return run
+
+
+def test_a_killed_rollout_worker_is_replaced_and_its_share_regenerated(runs, straight):
+    run = _recovers(runs, straight, "worker-kill9", "rollout", signal.SIGKILL, 2)
     rec = run.events("recovery")
     assert len(rec) == 1 and rec[0]["role"] == "rollout" and "ActorDiedError" in rec[0]["cause"]
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
@@ -43,21 +50,13 @@ def test_a_killed_rollout_worker_is_replaced_and_its_share_regenerated(runs, str
 
 
 def test_a_hung_rollout_worker_misses_its_deadline_and_is_replaced(runs, straight):
-    run = start(runs, "worker-sigstop")
-    run.wait_rows(2)
-    os.kill(run.pid("rollout"), signal.SIGSTOP)
-    assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())
+    run = _recovers(runs, straight, "worker-sigstop", "rollout", signal.SIGSTOP, 2)
     rec = run.events("recovery")
     assert len(rec) == 1 and rec[0]["role"] == "rollout" and "no answer within 15s" in rec[0]["cause"]
 
 
 def test_a_killed_learner_rank_rebuilds_the_group_from_the_newest_checkpoint(runs, straight):
-    run = start(runs, "learner-kill9")
-    run.wait_rows(3)
-    os.kill(run.pid("learner"), signal.SIGKILL)
-    assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())  # the steps after the checkpoint ran again, rows not doubled
+    run = _recovers(runs, straight, "learner-kill9", "learner", signal.SIGKILL, 3)
     assert [e["role"] for e in run.events("recovery")] == ["learner"]
     back = run.events("rollback")
     assert len(back) == 1 and back[0]["step"] in (2, 4)
