@@ -85,8 +85,8 @@ class Task(ABC):
 
     def environment(self, max_turns: int) -> Environment:
         """A fresh environment for one multi-turn agent episode (`tasks.env`); tasks that have one
-        override this."""
-        raise NotImplementedError(f"task {self.name!r} has no agent environment")
+        override this. Asking a task without one is a configuration error."""
+        raise ConfigError(f"task {self.name!r} has no agent environment (see tasks.env)")
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
         """The reward functions' keyword columns for `rows` (one list per label column present)."""

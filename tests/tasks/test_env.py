@@ -44,6 +44,18 @@ def test_the_task_makes_a_fresh_environment_per_episode():
     assert isinstance(a, FundAccountEnv) and a is not b and a.max_turns == 4
 
 
+def test_a_task_without_an_environment_says_so():
+    from configs.loader import ConfigError
+    from tasks.base import Task
+
+    class Plain(Task):  # the abstract methods are not reached
+        name = "plain"
+        rows = load_rows = render_prompt = evaluate = warmup_rows = corpus = None
+
+    with pytest.raises(ConfigError, match="'plain' has no agent environment"):
+        Plain(TaskConfig(name="plain"), None).environment(max_turns=3)
+
+
 def test_rows_cover_every_kind_and_are_plain_json():
     assert {r["kind"] for r in ROWS} == set(EPISODE_KINDS)
     assert json.loads(json.dumps(ROWS, ensure_ascii=False)) == ROWS
