@@ -18,7 +18,7 @@ from functools import partial
 
 from tasks.fund_assistant.account import num
 from tasks.fund_assistant.balance_scenarios import balance_refusal
-from tasks.fund_assistant.generator import LANGS, _unique
+from tasks.fund_assistant.generator import LANGS, unique_request
 from tasks.fund_assistant.multistep import KIND_WEIGHTS, KINDS, Scenario
 
 FINAL_TOOL = "final_answer"
@@ -80,6 +80,6 @@ def episode_rows(seed: int, n: int) -> list[dict]:
     rows = []
     for i in range(n):
         kind = rng.choices(kinds, weights)[0]
-        sc = _unique(partial(EPISODE_KINDS[kind], rng, LANGS[i % 2], None), seen)
+        sc = unique_request(partial(EPISODE_KINDS[kind], rng, LANGS[i % 2], None), seen)
         rows.append(episode_row(sc, f"episode-{i:04d}"))
     return rows

@@ -72,7 +72,7 @@ def _row(label: Labelled, category: str, sid: str, step: int, num_steps: int, la
     }
 
 
-def _unique(make: Callable[[], _T], seen: set[str], tries: int = 60) -> _T:
+def unique_request(make: Callable[[], _T], seen: set[str], tries: int = 60) -> _T:
     """Redraw until the request is new, so no request appears twice (and so never in both splits).
     After `tries` draws a repeat is accepted rather than failing on huge sizes."""
     for _ in range(tries):
@@ -92,7 +92,7 @@ def single_rows(seed: int, n: int, seen: set[str]) -> list[dict]:
     for cat, build in BUILDERS.items():
         for i in range(counts[cat] + 2):
             lang = LANGS[i % 2]
-            label = _unique(partial(build, rng, lang, i), seen)
+            label = unique_request(partial(build, rng, lang, i), seen)
             rows.append(_row(label, cat, f"{cat}-{i:04d}", 1, 1, lang, label.request))
     return rows
 
@@ -109,7 +109,7 @@ def multistep_rows(seed: int, n: int, seen: set[str]) -> list[dict]:
             kind = "seq3" if left in (3, 5) else rng.choice(TWO_STEP_KINDS)
         else:
             kind = rng.choices(kinds, weights)[0]
-        sc = _unique(partial(KINDS[kind], rng, lang, None), seen)
+        sc = unique_request(partial(KINDS[kind], rng, lang, None), seen)
         sid = f"multistep-{idx:04d}"
         for k, label in enumerate(sc.steps):
             previous = [(s.tool, o) for s, o in zip(sc.steps[:k], sc.observations[:k], strict=True)]
