@@ -160,3 +160,15 @@ def episode_metrics(samples: Sequence[EpisodeSample]) -> dict[str, float]:
         "frac_truncated_episodes": sum(s.truncated for s in samples) / n,
         "obs_token_frac": sum(s.observation_tokens for s in samples) / max(1, tokens),
     }
+
+
+def episode_eval(rows: Sequence[dict], samples: Sequence[EpisodeSample], group_column: str = "category") -> dict:
+    """The eval table of greedy episodes: success rate, mean turns, tool error rate, truncation and the
+    success rate per `group_column` value (rates in [0, 1], `n` episodes)."""
+    m = episode_metrics(samples)
+    groups: dict[str, list[float]] = {}
+    for row, s in zip(rows, samples, strict=True):
+        groups.setdefault(str(row.get(group_column)), []).append(s.score.get("success", 0.0))
+    return {"success_rate": m["success_rate"], "turns_mean": m["episode_turns_mean"],
+            "tool_error_rate": m["tool_error_rate"], "truncated": m["frac_truncated_episodes"],
+            "per_category": {k: sum(v) / len(v) for k, v in sorted(groups.items())}, "n": len(samples)}

@@ -168,3 +168,18 @@ def test_episode_metrics_count_turns_calls_errors_and_observation_tokens(tiny_to
     assert m["episode_turns_mean"] == pytest.approx((sum(len(r["expected"]) + 1 for r in ROWS) + 4) / 8)
     masked = sum(s.observation_tokens for s in good + bad) / sum(len(s.loss_mask) for s in good + bad)
     assert m["obs_token_frac"] == pytest.approx(masked) and 0.0 < masked < 1.0
+
+
+def test_the_episode_eval_table_splits_success_by_category(tiny_tokenizer):
+    from actors.agent_loop import episode_eval
+
+    engine, _ = scripted_engine(tiny_tokenizer)
+    rows = ROWS[:4]
+    samples = run_episodes(rows, lambda: TASK.environment(6), tiny_tokenizer, engine, max_context=4096)
+    samples[0].score["success"] = 0.0  # as if the first episode had failed
+    table = episode_eval(rows, samples)
+    first = rows[0]["category"]
+    same = [r for r in rows if r["category"] == first]
+    assert table["per_category"][first] == pytest.approx((len(same) - 1) / len(same))
+    assert set(table["per_category"]) == {r["category"] for r in rows}
+    assert table["success_rate"] == pytest.approx(3 / 4) and table["n"] == 4 and table["truncated"] == 0.0
