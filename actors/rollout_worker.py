@@ -115,29 +115,9 @@ class RolloutWorker:
     ) -> Rollout:
         """n completions per prompt with token ids, raw-distribution logprobs and finish reasons;
         with `offsets`, each token's character span in the text too (for DART token weights)."""
-        from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        n = n or self.cfg.n
-        temperature = self.cfg.temperature if temperature is None else temperature
-        params = SamplingParams(
-            n=n,
-            temperature=temperature,
-            top_p=self.cfg.top_p if temperature > 0 else 1.0,
-            min_p=self.cfg.min_p if temperature > 0 else 0.0,
-            max_tokens=max_tokens or self.cfg.max_tokens,
-            logprobs=0,  # the sampled token's logprob only, in flat lists (actors/vllm_lean.py)
-            flat_logprobs=True,
-            detokenize=False,
-            # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
-            # prefill is split); on CPU the seed reseeds the engine's generator instead (below).
-            seed=seed if torch.cuda.is_available() else None,
-        )
-        if seed is not None and not torch.cuda.is_available():
-            # What this call samples depends only on (weights, prompts, seed), not on what the engine
-            # did before: a restarted or replacement engine samples what this one would have.
-            self.llm.reset_prefix_cache()
-            torch.manual_seed(seed)
+        params = self._sampling(n or self.cfg.n, temperature, max_tokens, seed)
         token_prompts = [TokensPrompt(prompt_token_ids=ids) for ids in self.tokenizer(prompts)["input_ids"]]
         outs = self.llm.generate(token_prompts, params, lora_request=self._lora_request, use_tqdm=False)
         samples = [c for out in outs for c in out.outputs]
@@ -163,16 +143,9 @@ class RolloutWorker:
                       max_tokens: int | None = None, seed: int | None = None) -> list[EpisodeSample]:
         """One multi-turn episode per row against the task's environment, all in flight together
         (`actors.agent_loop`): each turn is one batched engine call over the live episodes."""
-        from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        temperature = self.cfg.temperature if temperature is None else temperature
-        params = SamplingParams(n=1, temperature=temperature, top_p=self.cfg.top_p if temperature > 0 else 1.0,
-                                max_tokens=max_tokens or self.cfg.max_tokens, logprobs=0, flat_logprobs=True,
-                                detokenize=False, seed=seed if torch.cuda.is_available() else None)
-        if seed is not None and not torch.cuda.is_available():  # as in `generate`
-            self.llm.reset_prefix_cache()
-            torch.manual_seed(seed)
+        params = self._sampling(1, temperature, max_tokens, seed)
 
         def engine(sequences: list[list[int]]) -> list[tuple[list[int], list[float]]]:
             outs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in sequences], params,
@@ -182,6 +155,32 @@ class RolloutWorker:
         env_task = load_task(task)
         max_context = self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens)
         return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine, max_context)
+
+    def _sampling(self, n: int, temperature: float | None, max_tokens: int | None, seed: int | None):
+        """vLLM sampling parameters for `n` samples per sequence: sampled ids and their logprobs in flat
+        lists, no detokenizing (the lean path). With a seed on CPU the engine is reseeded instead."""
+        from vllm import SamplingParams
+
+        temperature = self.cfg.temperature if temperature is None else temperature
+        params = SamplingParams(
+            n=n,
+            temperature=temperature,
+            top_p=self.cfg.top_p if temperature > 0 else 1.0,
+            min_p=self.cfg.min_p if temperature > 0 else 0.0,
+            max_tokens=max_tokens or self.cfg.max_tokens,
+            logprobs=0,  # the sampled token's logprob only, in flat lists (actors/vllm_lean.py)
+            flat_logprobs=True,
+            detokenize=False,
+            # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
+            # prefill is split); on CPU the seed reseeds the engine's generator instead (below).
+            seed=seed if torch.cuda.is_available() else None,
+        )
+        if seed is not None and not torch.cuda.is_available():
+            # What this call samples depends only on (weights, prompts, seed), not on what the engine
+            # did before: a restarted or replacement engine samples what this one would have.
+            self.llm.reset_prefix_cache()
+            torch.manual_seed(seed)
+        return params
 
     # ---- weight push ------------------------------------------------------------------------------
     def load_adapter(self, update: LoraUpdate, rollback: bool = False) -> Served:
