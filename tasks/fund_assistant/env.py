@@ -70,15 +70,16 @@ class FundAccountEnv(Environment):
         if obj is None or tool is None:
             return _text(lang, "格式错误：请回复一个 JSON 对象（thought、action、plan）",
                          "invalid format: reply with one JSON object (thought, action, plan)"), True
+        refused = True
         if tool not in TOOLS:
             out = _text(lang, f"未知工具 {tool}", f"unknown tool {tool}")
         elif not params_valid(tool, params):
             out = _text(lang, f"参数无效：{tool} {params}", f"invalid parameters for {tool}: {params}")
         else:
             out = self.account.observe(tool, params)  # an order while its market is closed is queued, not run
-        error = tool not in TOOLS or not params_valid(tool, params) or any(f in out for f in _FAILED)
-        self.calls.append({"tool": tool, "params": params, "observation": out, "error": error})
-        return out, error
+            refused = any(f in out for f in _FAILED)
+        self.calls.append({"tool": tool, "params": params, "observation": out, "error": refused})
+        return out, refused
 
     # ---- the trajectory's score -------------------------------------------------------------------
     def expected_account(self) -> Account:
