@@ -208,7 +208,7 @@ class Learner:
                     continue
                 loss, m, old_lp = self._micro_step(batch, rows, old.get(tuple(rows)), ref.get(tuple(rows)), norm)
                 if update == 0:  # learner vs vLLM on the samples of the current policy: the same weights
-                    gaps += logprob_gaps(old_lp, batch, [i for i in rows if not batch.lags or batch.lags[i] == 0])
+                    gaps += logprob_gaps(old_lp, batch, rows)
                 loss_total += loss
                 for k in SUMMED:
                     sums[k] += float(m.get(k, 0.0))

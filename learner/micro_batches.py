@@ -53,10 +53,13 @@ class Norm:
 
 
 def logprob_gaps(lp: torch.Tensor, batch: TrainBatch, rows: list[int]) -> list[torch.Tensor]:
-    """|learner − vLLM| logprob per sampled completion token of each row (observation tokens, which
-    vLLM did not sample, are left out)."""
+    """|learner − vLLM| logprob per sampled completion token of each row of `lp` (row j is batch row
+    rows[j]), for the rows the current policy sampled (lag 0: the same weights on both sides).
+    Observation tokens, which vLLM did not sample, are left out."""
     out = []
     for j, i in enumerate(rows):
+        if batch.lags and batch.lags[i] != 0:
+            continue
         t = len(batch.completion_ids[i])
         v = torch.tensor(batch.rollout_logprobs[i][:t], dtype=torch.float32)
         gap = (lp[j, :t].detach().float() - v).abs()
@@ -70,8 +73,8 @@ def loss_mask(batch: TrainBatch, rows: list[int], completion_mask: torch.Tensor)
     """(b, T) 1 on the tokens the loss counts: real completion tokens the policy sampled itself."""
     if batch.loss_mask is None:
         return completion_mask
-    return completion_mask * pad_rows([[float(x) for x in batch.loss_mask[i]] for i in rows],
-                                      completion_mask.shape[1]).to(completion_mask.dtype)
+    return completion_mask * pad_rows([batch.loss_mask[i] for i in rows], completion_mask.shape[1]).to(
+        completion_mask.dtype)
 
 
 def counted_tokens(batch: TrainBatch) -> int:

@@ -43,3 +43,17 @@ def test_kl_keeps_zero_advantage_rows():
     # With a KL term a zero-advantage sequence still has a gradient (towards the reference).
     plans = _plan([0.0, 1.0, 0.0], world=1, mb=8, kl=0.1)
     assert sorted(i for chunk in plans[0] for i in chunk) == [0, 1, 2]
+
+
+def test_logprob_gaps_pair_each_row_with_its_own_vllm_logprobs_and_skip_stale_rows():
+    import torch
+
+    from contracts.types import TrainBatch
+    from learner.micro_batches import logprob_gaps
+
+    # rows 4, 1, 2 of the batch in this micro-batch; row 1 was sampled one version ago (lag 1)
+    batch = TrainBatch([[0]] * 5, [[1, 2]] * 5, [[-float(i), -float(i)] for i in range(5)], [0.0] * 5,
+                       lags=[0, 1, 0, 0, 0])
+    lp = torch.tensor([[-4.0, -4.5], [-9.0, -9.0], [-2.0, -2.0]])  # learner rows for 4, 1, 2
+    gaps = logprob_gaps(lp, batch, [4, 1, 2])
+    assert [g.tolist() for g in gaps] == [[0.0, 0.5], [0.0, 0.0]]
