@@ -101,13 +101,11 @@ class CheckpointStore:
     def latest(self) -> Path | None:
         """The newest complete checkpoint: the one `latest` names when it is complete, else the newest
         complete folder (a crash between the rename and the pointer update)."""
-        pointer = self.root / "latest"
+        pointer, done = self.root / "latest", self.complete()
         if pointer.exists():
             named = self.root / pointer.read_text(encoding="utf-8").strip()
-            done = self.complete()
             if (named / MARKER).exists() and (not done or named == done[-1]):
                 return named
-        done = self.complete()
         return done[-1] if done else None
 
     def clean_leftovers(self) -> list[Path]:

@@ -80,6 +80,9 @@ class Coordinator:
         """Data, base model, warm-up (not when resuming), the roles, then the checkpoint to continue
         from (`resume`) or the first checkpoint (step 0). Returns what was set up."""
         t0 = time.perf_counter()
+        left = self.store.clean_leftovers()  # checkpoints a crash left half-written
+        if left:
+            self.run.event("checkpoint_leftovers_removed", paths=[p.name for p in left])
         self.train_rows, self.eval_rows = self.task.rows()
         paths = resolve_model(self.cfg.model, self.task.corpus, self.task.vocabulary())
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)

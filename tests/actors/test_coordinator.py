@@ -278,7 +278,10 @@ def test_a_resumed_run_writes_the_rows_the_straight_run_wrote(tmp_path):
     coord = Coordinator(cfg, str(first.run.dir), backend=LocalBackend(),
                         roles={"rollout": scripted_worker(train + held, _script_spread)})
     try:
+        crashed = first.run.dir / "checkpoints" / ".tmp-step_00004-99"  # a crash mid-checkpoint left it
+        crashed.mkdir()
         info = coord.setup(resume=str(first.run.dir / "checkpoints" / "step_00002"))  # not the newest
+        assert not crashed.exists()
         assert info["step"] == 2 and coord.version == 2
         resumed = [coord.train_step() for _ in range(2)]
     finally:
