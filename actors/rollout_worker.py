@@ -158,7 +158,7 @@ class RolloutWorker:
 
     def _sampling(self, n: int, temperature: float | None, max_tokens: int | None, seed: int | None):
         """vLLM sampling parameters for `n` samples per sequence: sampled ids and their logprobs in flat
-        lists, no detokenizing (the lean path). With a seed on CPU the engine is reseeded instead."""
+        lists, no detokenizing (the lean path). A seed on CPU reseeds the engine here (`_reseed`)."""
         from vllm import SamplingParams
 
         temperature = self.cfg.temperature if temperature is None else temperature
@@ -175,12 +175,15 @@ class RolloutWorker:
             # prefill is split); on CPU the seed reseeds the engine's generator instead (below).
             seed=seed if torch.cuda.is_available() else None,
         )
+        self._reseed(seed)
+        return params
+
+    def _reseed(self, seed: int | None) -> None:
+        """On CPU, what the next call samples depends only on (weights, prompts, seed), not on what the
+        engine did before: a restarted or replacement engine samples what this one would have."""
         if seed is not None and not torch.cuda.is_available():
-            # What this call samples depends only on (weights, prompts, seed), not on what the engine
-            # did before: a restarted or replacement engine samples what this one would have.
             self.llm.reset_prefix_cache()
             torch.manual_seed(seed)
-        return params
 
     # ---- weight push ------------------------------------------------------------------------------
     def load_adapter(self, update: LoraUpdate, rollback: bool = False) -> Served:
