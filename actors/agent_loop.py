@@ -89,7 +89,7 @@ class _Live:
         messages = list(env.reset(row))
         # The first messages are tokenized as the single-turn prompts are: the rendered text, once.
         text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        self.sample = EpisodeSample(prompt_ids=tokenizer.encode(text, add_special_tokens=False), messages=messages)
+        self.sample = EpisodeSample(prompt_ids=tokenizer(text)["input_ids"], messages=messages)
         self.done = False
 
     def sequence(self) -> list[int]:

@@ -33,7 +33,8 @@ from tasks.fund_assistant.parsing import get_params, get_tool, has_plan, has_tho
 from tasks.fund_assistant.tools import TOOLS, params_agree, params_valid
 
 WEIGHTS = {"success": 0.5, "format": 0.1, "tools": 0.15, "params": 0.1, "state": 0.05, "outcome": 0.1}
-_FAILED = ("余额不足", "不存在", "未知工具", "insufficient funds", "not found", "unknown tool")
+# What the account says when it refuses a valid call (insufficient funds, unknown account).
+_FAILED = ("余额不足", "不存在", "insufficient funds", "not found")
 
 
 def _text(lang: str, zh: str, en: str) -> str:
