@@ -14,6 +14,7 @@ from actors.agent_loop import TemplateDriftError, Wrapper, check_transcript, run
 from configs.task import TaskConfig
 from tasks.base import load_task
 from tasks.fund_assistant.episodes import FINAL_TOOL, episode_rows
+from tests.ray_sync import Sync
 
 ROWS = episode_rows(3, 6)
 TASK = load_task(TaskConfig(name="fund_assistant"))
@@ -101,16 +102,6 @@ def test_a_broken_template_round_trip_is_detected(tiny_tokenizer):
         Wrapper.of(tok)
 
 
-class _Sync:
-    def __init__(self, actor):
-        self.actor = actor
-
-    def __getattr__(self, name):
-        import ray
-
-        return lambda *a, **k: ray.get(getattr(self.actor, name).remote(*a, **k))
-
-
 @pytest.mark.vllm
 @pytest.mark.deepspeed
 @pytest.mark.ray
@@ -133,10 +124,11 @@ def test_real_engine_episodes_train_with_the_single_turn_logprob_gap(tiny_paths,
         str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), ModelConfig(lora=lora),
         LearnerConfig(zero_stage=2, lr=1e-3, micro_batch_size=4), AlgorithmConfig())
     try:
-        w, rank = _Sync(worker), _Sync(learner)
+        w, rank = Sync(worker), Sync(learner)
         assert rank.setup("127.0.0.1", free_port()) > 0
-        samples = w.play_episodes(ROWS, TaskConfig(name="fund_assistant"), max_turns=3, temperature=1.0, seed=5)
-        again = w.play_episodes(ROWS, TaskConfig(name="fund_assistant"), max_turns=3, temperature=1.0, seed=5)
+        task = TaskConfig(name="fund_assistant")
+        samples = w.play_episodes(ROWS, task, max_turns=3, temperature=1.0, seed=5)
+        again = w.play_episodes(ROWS, task, max_turns=3, temperature=1.0, seed=5)
     finally:
         ray_local.kill(worker)
     assert [s.completion_ids for s in again] == [s.completion_ids for s in samples]  # seeded

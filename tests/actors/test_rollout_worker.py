@@ -13,25 +13,16 @@ from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io
 from contracts.types import LoraUpdate
+from tests.ray_sync import Sync
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray]
 
 
-class _Sync:
-    """Calls on the actor, answered synchronously."""
-
-    def __init__(self, actor):
-        self.actor = actor
-
-    def __getattr__(self, name):
-        import ray
-
-        return lambda *a, **k: ray.get(getattr(self.actor, name).remote(*a, **k))
-
-
 def _worker(ray, *args, **kwargs):
     actor = ray.remote(RolloutWorker).options(num_cpus=1).remote(*args, **kwargs)
-    return _Sync(actor), actor
+    return Sync(actor), actor
+
+
 PROMPT = "<|im_start|>user\n查一下我的余额<|im_end|>\n<|im_start|>assistant\n"
 
 
@@ -145,7 +136,7 @@ def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, 
     cfg = RolloutConfig(n=2, max_tokens=8, max_model_len=256, kv_cache_memory_bytes=64 * 1024**2)
     actor = ray_local.remote(cls).options(num_cpus=1).remote(
         str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg)
-    w = _Sync(actor)
+    w = Sync(actor)
     update = _with_probe(_random_lora(tiny_paths.model_dir, lcfg, seed=3, version=1), tiny_paths.model_dir,
                          tiny_tokenizer)
     try:

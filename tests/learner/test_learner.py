@@ -14,6 +14,7 @@ from configs.learner import LearnerConfig
 from configs.model import LoraConfig, ModelConfig
 from contracts.types import TrainBatch
 from learner.learner import Learner, free_port
+from tests.ray_sync import Sync
 
 pytestmark = pytest.mark.deepspeed
 
@@ -28,25 +29,13 @@ def _batch(advantages, seed=0, rollout_logprobs=None):
     return TrainBatch(prompts, comps, lps, list(advantages))
 
 
-class _Sync:
-    """Calls on the actor, answered synchronously (keeps the tests readable)."""
-
-    def __init__(self, actor):
-        self.actor = actor
-
-    def __getattr__(self, name):
-        import ray
-
-        return lambda *a, **k: ray.get(getattr(self.actor, name).remote(*a, **k))
-
-
 @pytest.fixture(scope="module")
 def learner(tiny_paths, ray_local):
     model_cfg = ModelConfig(lora=LoraConfig(r=4, alpha=8))
     actor = ray_local.remote(Learner).options(num_cpus=1).remote(
         str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), model_cfg,
         LearnerConfig(zero_stage=2, lr=1e-2, micro_batch_size=3), AlgorithmConfig())
-    rank = _Sync(actor)
+    rank = Sync(actor)
     assert rank.setup("127.0.0.1", free_port()) > 0
     yield rank
     ray_local.kill(actor)
@@ -90,7 +79,7 @@ def test_lr_schedule_reaches_the_deepspeed_optimizer(tiny_paths, ray_local):
     actor = ray_local.remote(Learner).options(num_cpus=1).remote(
         str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), ModelConfig(lora=LoraConfig(r=4, alpha=8)),
         cfg, AlgorithmConfig(), rl_steps=1)
-    rank = _Sync(actor)
+    rank = Sync(actor)
     try:
         assert rank.setup("127.0.0.1", free_port()) > 0
         start = rank.export_lora().fingerprint
@@ -128,7 +117,7 @@ def test_saved_state_continues_exactly(tiny_paths, ray_local, tmp_path):
         actor = ray_local.remote(Learner).options(num_cpus=1).remote(
             str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), ModelConfig(lora=LoraConfig(r=4, alpha=8)),
             cfg, AlgorithmConfig(), rl_steps=rl_steps)
-        r = _Sync(actor)
+        r = Sync(actor)
         assert r.setup("127.0.0.1", free_port()) > 0
         return r, actor
 
