@@ -7,6 +7,7 @@ from pydantic import model_validator
 from configs.algorithm import AlgorithmConfig
 from configs.base import Section
 from configs.cluster import ClusterConfig
+from configs.env import EnvConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
 from configs.reward import RewardConfig
@@ -32,6 +33,8 @@ class Config(Section):
     """The RL objective."""
     train: TrainConfig = TrainConfig()
     """The step loop, warm-up, eval and outputs."""
+    env: EnvConfig = EnvConfig()
+    """Multi-turn agent episodes (off: single-turn completions)."""
     cluster: ClusterConfig = ClusterConfig()
     """How the job meets Ray."""
 
@@ -42,6 +45,8 @@ class Config(Section):
                 f"rollout.max_tokens ({self.rollout.max_tokens}) must be below rollout.max_model_len "
                 f"({self.rollout.max_model_len}) to leave room for the prompt"
             )
+        if self.env.enabled:
+            self._episode_checks()
         if self.model.name == "tiny":
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
             if head not in (32, 64, 80, 96, 112, 128, 160, 192, 224, 256):
@@ -49,3 +54,15 @@ class Config(Section):
                     f"model.tiny: hidden_size/num_heads = {head}, but vLLM needs a head size of 32, 64, 80, …"
                 )
         return self
+
+    def _episode_checks(self) -> None:
+        """What agent episodes do not combine with (yet): refused before anything starts."""
+        if self.env.max_context + self.rollout.max_tokens > self.rollout.max_model_len:
+            raise ValueError(f"env.max_context ({self.env.max_context}) + rollout.max_tokens ({self.rollout.max_tokens}) "
+                             f"must fit in rollout.max_model_len ({self.rollout.max_model_len})")
+        off = {"train.max_staleness": self.train.max_staleness != 0, "algorithm.loss.dart": self.algorithm.loss.dart,
+               "algorithm.difficulty.enabled": self.algorithm.difficulty.enabled}
+        on = [k for k, v in off.items() if v]
+        if on:
+            raise ValueError(f"env.enabled: agent episodes run synchronously, without DART token weights and "
+                             f"without the difficulty filter; turn off {', '.join(on)}")

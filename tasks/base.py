@@ -83,10 +83,29 @@ class Task(ABC):
         """Strings that must be single tokens in a tokenizer trained on `corpus` (e.g. tool names)."""
         return []
 
+    # ---- agent episodes (`env.enabled`): tasks that have an environment override these ---------------
     def environment(self, max_turns: int) -> Environment:
-        """A fresh environment for one multi-turn agent episode (`tasks.env`); tasks that have one
-        override this. Asking a task without one is a configuration error."""
+        """A fresh environment for one multi-turn agent episode (`tasks.env`). Asking a task without
+        one is a configuration error."""
         raise ConfigError(f"task {self.name!r} has no agent environment (see tasks.env)")
+
+    def episode_rows(self) -> tuple[list[dict], list[dict]]:
+        """(training, held-out) rows of episodes, each what `environment().reset` starts from and
+        carrying `group_column`."""
+        raise ConfigError(f"task {self.name!r} has no agent episodes (see tasks.env)")
+
+    def episode_script(self, row: dict) -> list[str]:
+        """The assistant turns of the warm-up's trajectory for `row` (the environment answers them)."""
+        raise ConfigError(f"task {self.name!r} has no warm-up trajectories for agent episodes")
+
+    def episode_vocabulary(self) -> list[str]:
+        """Strings that must be single tokens when the run trains on episodes (added to `vocabulary`)."""
+        return []
+
+    def episode_corpus(self) -> list[str]:
+        """The episodes' text (system prompt, turns, observations), added to `corpus` for a tiny model's
+        tokenizer when the run trains on episodes."""
+        return []
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
         """The reward functions' keyword columns for `rows` (one list per label column present)."""

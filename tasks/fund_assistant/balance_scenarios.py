@@ -62,6 +62,7 @@ def _balance_then(kind: str, rng: random.Random, lang: str, withdraw: bool, refu
     }.get(branch)
     check = with_({}, account=acc)
     run = Run(kind, lang, req, acct)
+    run.sc.guarded = {"tool": op_tool, "params": op}
     then, other = describe(op_tool, op, lang), describe(*fallback, lang) if fallback else None
     if branch == "all":
         other = zh_en(lang, "提现全部余额", "withdraw the whole balance")

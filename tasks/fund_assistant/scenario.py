@@ -33,6 +33,7 @@ class Scenario:
     steps: list[Labelled] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)  # observations[i] is what step i returned
     initial: dict = field(default_factory=dict)  # the account before step 1 (`Account.to_dict`): episodes start here
+    guarded: dict | None = None  # a balance-conditional request: the call the balance guards ({"tool", "params"})
 
 
 class Run:

@@ -12,17 +12,21 @@ from collections.abc import Sequence
 from statistics import fmean
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from configs.base import Section
 from tasks.base import Task
+from tasks.env import run_episode
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.data import load_jsonl
 from tasks.fund_assistant.env import FundAccountEnv
+from tasks.fund_assistant.episodes import EPISODE_KINDS, episode_rows
 from tasks.fund_assistant.generator import apply_seed_label_bug, generate
 from tasks.fund_assistant.prompting import SYSTEM_PROMPTS, render_prompt
 from tasks.fund_assistant.rewards import MultistepGTReward
+from tasks.fund_assistant.slots import ALL_TICKERS
 from tasks.fund_assistant.tools import TOOL_NAMES
+from tasks.fund_assistant.trajectories import Flaw, trajectory
 
 GT_REASONING_MAX = 0.3  # the ground-truth reward's reasoning part is worth at most 0.3
 
@@ -44,6 +48,21 @@ class FundAssistantOptions(Section):
     compact_labels: bool = False
     """Warm-up targets with a terse thought and a plan of tool names (the same actions): what a
     ~1 M-parameter model can learn in a two-minute warm-up."""
+    n_episodes: int = Field(1000, ge=10, le=1_000_000)
+    """Agent episodes to generate (`env.enabled`), split by `eval_fraction`."""
+    episode_kinds: list[str] | None = None
+    """Only these kinds of episodes (`tasks/fund_assistant/episodes.py`); None: every kind."""
+    episode_flaw: Flaw = "none"
+    """The warm-up trajectories' flaw for RL to repair: `no_balance_check` skips the balance check of
+    balance-conditional requests (`tasks/fund_assistant/trajectories.py`)."""
+
+    @field_validator("episode_kinds")
+    @classmethod
+    def _known_kinds(cls, kinds: list[str] | None) -> list[str] | None:
+        unknown = sorted(set(kinds or ()) - set(EPISODE_KINDS))
+        if unknown or kinds == []:
+            raise ValueError(f"unknown or no episode kinds {unknown} (known: {', '.join(EPISODE_KINDS)})")
+        return kinds
 
 
 class FundAssistantTask(Task):
@@ -109,6 +128,31 @@ class FundAssistantTask(Task):
     def environment(self, max_turns: int) -> FundAccountEnv:
         """An episode against the simulated account (rows: `tasks.fund_assistant.episodes.episode_rows`)."""
         return FundAccountEnv(max_turns)
+
+    def episode_rows(self) -> tuple[list[dict], list[dict]]:
+        rows = episode_rows(self.cfg.seed, self.options.n_episodes, self.options.episode_kinds)
+        cut = len(rows) - max(1, round(self.options.eval_fraction * len(rows)))
+        return rows[:cut], rows[cut:]
+
+    def episode_script(self, row: dict) -> list[str]:
+        return trajectory(row, self.options.episode_flaw)
+
+    def episode_corpus(self) -> list[str]:
+        """Every message of the default episodes' correct and flawed trajectories, played against the
+        account (`role\ncontent`, as in `corpus`)."""
+        texts = []
+        for row in episode_rows(self.cfg.seed, FundAssistantOptions().n_episodes):
+            for flaw in ("none", "no_balance_check"):
+                turns = iter(trajectory(row, flaw))
+                episode = run_episode(FundAccountEnv(max_turns=8), row, lambda _: next(turns))
+                texts += [f"{m['role']}\n{m['content']}" for m in episode.messages]
+        return texts
+
+    def episode_vocabulary(self) -> list[str]:
+        """Every ticker and account id is one token in an episode: an agent copies them from the
+        request and from tool results into its calls, and copying one token is a single attention
+        step that a tiny model learns; copying three pieces of a spelt-out id it did not learn."""
+        return [*ALL_TICKERS, *(f"ACC{i:03d}" for i in range(1, 1000))]
 
     def vocabulary(self) -> list[str]:
         """Each tool name is one token: choosing a tool becomes one decision instead of a spelling

@@ -1,0 +1,31 @@
+"""`env`: agent episodes are validated with the rest of the config, before anything starts."""
+
+from __future__ import annotations
+
+import pytest
+
+from configs.loader import ConfigError, load_config
+
+
+def test_the_agent_preset_turns_episodes_on_and_fits_its_context():
+    cfg = load_config("tiny-cpu-agent")
+    assert cfg.env.enabled and cfg.task.options["episode_flaw"] == "no_balance_check"
+    assert cfg.env.max_context + cfg.rollout.max_tokens <= cfg.rollout.max_model_len
+    assert not load_config("tiny-cpu").env.enabled  # the default run stays single-turn
+
+
+@pytest.mark.parametrize("override, names", [
+    ("train.max_staleness=1", "train.max_staleness"),
+    ("algorithm.loss.dart=true", "algorithm.loss.dart"),
+    ("algorithm.difficulty.enabled=true", "algorithm.difficulty.enabled"),
+])
+def test_what_episodes_do_not_combine_with_is_refused(override, names):
+    with pytest.raises(ConfigError, match=names):
+        load_config("tiny-cpu-agent", [override])
+
+
+def test_an_episode_context_beyond_the_engine_is_refused():
+    with pytest.raises(ConfigError, match="env.max_context"):
+        load_config("tiny-cpu-agent", ["env.max_context=2000"])
+    with pytest.raises(ConfigError, match="env.max_turns"):
+        load_config("tiny-cpu-agent", ["env.max_turns=0"])
