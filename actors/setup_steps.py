@@ -3,6 +3,7 @@ checked with. Functions of the config, the task and the tokenizer; the coordinat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cluster.backend import Backend
@@ -12,13 +13,19 @@ from tasks.base import Task
 
 
 def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: list[dict],
-               dirs: tuple[str, str, str]) -> dict:
+               dirs: tuple[str, str, str], episodes: bool = False) -> dict:
     """Fine-tune the base model on the task's warm-up rows, where and as the learner will run (its CPUs
-    and threads); `dirs` = (base model, tokenizer, output). Returns the warm-up's stats."""
+    and threads); `dirs` = (base model, tokenizer, output). With `episodes`, the examples are the task's
+    scripted trajectories of the episode `rows`, played against its environment (the policy's turns
+    learned, the observations not). Returns the warm-up's stats."""
     from learner.warmup import sft_warmup
 
-    w, targets = cfg.train.warmup, task.warmup_rows(rows)
-    examples = [(task.render_prompt(tokenizer, r), r["solution"]) for r in targets]
+    w = cfg.train.warmup
+    if episodes:
+        targets, examples = rows, trajectory_examples(cfg, task, tokenizer, rows)
+    else:
+        targets = task.warmup_rows(rows)
+        examples = [(task.render_prompt(tokenizer, r), r["solution"]) for r in targets]
     groups = [r[task.group_column] for r in targets] if w.balanced else None
     env = {"env_vars": role_env(cfg.cluster.env_vars)}
     if cfg.learner.num_threads:
@@ -27,6 +34,34 @@ def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: 
         steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=cfg.train.seed, groups=groups,
     ), {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
     return backend.get(ref)
+
+
+def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict]) -> list[tuple]:
+    """(prompt ids, completion ids, loss mask) of each row's scripted trajectory (`Task.episode_script`)."""
+    from actors.agent_loop import scripted_samples
+
+    samples = scripted_samples(rows, lambda: task.environment(cfg.env.max_turns), tokenizer,
+                               [task.episode_script(r) for r in rows], cfg.env.max_context)
+    return [(s.prompt_ids, s.completion_ids, s.loss_mask) for s in samples]
+
+
+def difficulty_keep(cfg: Config, task: Task, rows: list[dict], generate: Callable, score: Callable) -> list[int]:
+    """Indices of the training `rows` the difficulty filter keeps: every prompt sampled with the current
+    policy (`generate(rows, n=...)`, scored by `score(rows, groups)`), the easy/medium/hard mix kept."""
+    from actors.step_data import judge_matrix
+    from algo.difficulty import difficulty_filter
+
+    d, chunk = cfg.algorithm.difficulty, 64  # chunks: each generation within the call deadline
+    rates = []
+    for i in range(0, len(rows), chunk):
+        part = rows[i : i + chunk]
+        scored = score(part, generate(part, n=d.num_samples).groups)
+        rates += [sum(row) / len(row) for row in judge_matrix(scored, len(part), task.correct_key)]
+    keep = difficulty_filter(rates, easy_min=d.easy_min, hard_max=d.hard_max, mix=d.mix, seed=cfg.train.seed)
+    if not keep:
+        raise RuntimeError("difficulty filter kept no prompt: every prompt is all-right or all-wrong "
+                           "under the current policy; disable algorithm.difficulty or warm up differently")
+    return keep
 
 
 def probe_sequence(task: Task, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:

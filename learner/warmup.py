@@ -16,18 +16,27 @@ from pathlib import Path
 
 import torch
 
+from learner.micro_batches import pad_rows
 from learner.sequences import completion_scores, output_layer, pack
 
 log = logging.getLogger(__name__)
 
 
-def encode_examples(tokenizer, examples: list[tuple[str, str]]) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, target ids) per (rendered prompt, target text); the target ends with end-of-turn."""
+TokenExample = tuple[list[int], list[int], list[int]]
+"""(prompt ids, completion ids, loss mask): a multi-turn target learned on its mask's 1s only."""
+
+
+def encode_examples(tokenizer, examples: list[tuple[str, str]] | list[TokenExample]) -> list[TokenExample]:
+    """(prompt ids, target ids, mask) per (rendered prompt, target text), the target ending with
+    end-of-turn and learned whole; token examples pass through as they are."""
     out = []
-    for prompt, target in examples:
-        p = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        c = tokenizer(target, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
-        out.append((p, c))
+    for ex in examples:
+        if len(ex) == 3:
+            out.append(ex)
+            continue
+        p = tokenizer(ex[0], add_special_tokens=False)["input_ids"]
+        c = tokenizer(ex[1], add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+        out.append((p, c, [1] * len(c)))
     return out
 
 
@@ -64,7 +73,7 @@ def _epochs(items: list[int], rng: random.Random) -> Iterator[int]:
 def sft_warmup(
     base_model_dir: str,
     tokenizer_dir: str,
-    examples: list[tuple[str, str]],
+    examples: list[tuple[str, str]] | list[TokenExample],
     out_dir: str,
     *,
     steps: int,
@@ -73,7 +82,8 @@ def sft_warmup(
     seed: int = 0,
     groups: list[str] | None = None,
 ) -> dict:
-    """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`; save to
+    """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`, or on
+    token examples with a loss mask (an agent episode's turns; its observations are not targets); save to
     `out_dir`. With `groups` (one value per example), draws are balanced over the values. Returns stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -91,7 +101,8 @@ def sft_warmup(
         idx = [next(draw) for _ in range(batch_size)]
         packed = pack([data[i][0] for i in idx], [data[i][1] for i in idx], tok.pad_token_id)
         logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
-        loss = -(logp * packed.completion_mask).sum() / packed.completion_mask.sum()
+        mask = packed.completion_mask * pad_rows([data[i][2] for i in idx], packed.completion_mask.shape[1])
+        loss = -(logp * mask).sum() / mask.sum()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,0 +1,40 @@
+"""The SFT warm-up learns a multi-turn trajectory on its mask's 1s only: tokens the mask leaves out
+(tool observations) are context, never targets."""
+
+from __future__ import annotations
+
+from safetensors.torch import load_file
+
+from learner.warmup import encode_examples, sft_warmup
+
+
+def _weights(tiny_paths, tmp_path, examples, name):
+    out = tmp_path / name
+    sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out), steps=2, lr=1e-2,
+               batch_size=2, seed=0)
+    return load_file(str(out / "model.safetensors"))
+
+
+def test_masked_out_tokens_are_not_learned(tiny_paths, tiny_tokenizer, tmp_path):
+    tok = tiny_tokenizer
+    prompt = tok.encode("user\nsend 500 to ACC123")
+    said = tok.encode('{"thought": "t"}') + [tok.eos_token_id]
+
+    def example(tail: str):  # the policy's turn, then an observation the mask leaves out
+        obs = tok.encode(tail)
+        return prompt, said + obs, [1] * len(said) + [0] * len(obs)
+
+    a = _weights(tiny_paths, tmp_path, [example("tool\nsent 500"), example("tool\nfailed")], "a")
+    b = _weights(tiny_paths, tmp_path, [example("tool\naccount not found"), example("tool\nok then")], "b")
+    assert all((a[k] == b[k]).all() for k in a)  # the observations changed nothing
+    c = _weights(tiny_paths, tmp_path, [(p, x, [1] * len(m)) for p, x, m in
+                                        (example("tool\nsent 500"), example("tool\nfailed"))], "c")
+    assert any((a[k] != c[k]).any() for k in a)  # learned on, the same tokens do
+
+
+def test_text_examples_are_learned_whole_and_token_examples_pass_through(tiny_tokenizer):
+    tok = tiny_tokenizer
+    (p, c, m), = encode_examples(tok, [("user\nhi", "ok")])
+    assert c[-1] == tok.eos_token_id and m == [1] * len(c) and p == tok("user\nhi", add_special_tokens=False)["input_ids"]
+    token = ([1, 2], [3, 4, 5], [1, 0, 1])
+    assert encode_examples(tok, [token]) == [token]
