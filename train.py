@@ -82,6 +82,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+    from actors.agent_coordinator import AgentCoordinator
     from actors.checkpoints import CheckpointStore
     from actors.coordinator import Coordinator
     from actors.errors import RunStopped
@@ -100,7 +101,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
     stop = StopSignals()
     # The coordinator writes the run directory: keep it on this (the driver's) node.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    coord = ray.remote(Coordinator).options(
+    coord = ray.remote(AgentCoordinator if cfg.env.enabled else Coordinator).options(
         num_cpus=0, scheduling_strategy=here, runtime_env={"env_vars": role_env(cfg.cluster.env_vars)},
         name=f"{run_dir.name}/coordinator",
     ).remote(cfg, str(run_dir))
@@ -137,8 +138,8 @@ def _drive(ray, coord, cfg, plan, stop: StopSignals) -> dict:
               f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
     if cfg.train.eval_before and not plan.resume:
         before = stop.wait(ray, coord.evaluate.remote("before"))
-        print(f"eval before RL: tool accuracy {before['tool_accuracy']:.3f}, "
-              f"average score {before['average_score']:.3f}", flush=True)
+        shown = [k for k in ("tool_accuracy", "average_score", "success_rate", "turns_mean") if k in before]
+        print("eval before RL: " + ", ".join(f"{k.replace('_', ' ')} {before[k]:.3f}" for k in shown), flush=True)
     _loop(ray, coord, cfg, info["step"], stop)
     if cfg.train.eval_after:
         stop.wait(ray, coord.evaluate.remote("after"))

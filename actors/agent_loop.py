@@ -133,6 +133,23 @@ def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], toke
     return [e.sample for e in live]
 
 
+def scripted_samples(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any,
+                     scripts: Sequence[Sequence[str]], max_context: int) -> list[EpisodeSample]:
+    """Episodes of `rows` played by a script (one list of assistant texts per row) against the real
+    environment: the warm-up's token sequences and loss masks, built exactly as `run_episodes` builds
+    the policy's own (each scripted turn ends with the end-of-turn token, as a sampled one does)."""
+    out = []
+    for row, script in zip(rows, scripts, strict=True):
+        turns = iter(script)
+
+        def say(sequences: list[list[int]]) -> list[tuple[list[int], list[float]]]:
+            ids = tokenizer.encode(next(turns, ""), add_special_tokens=False) + [tokenizer.eos_token_id]
+            return [(ids, [0.0] * len(ids))]
+
+        out += run_episodes([row], make_env, tokenizer, say, max_context)
+    return out
+
+
 def check_transcript(tokenizer: Any, sample: EpisodeSample) -> None:
     """Raise TemplateDriftError unless the sample's ids decode to the chat template's rendering of its
     messages (up to the end of the last turn's closing text): what the learner trains on is the
@@ -160,6 +177,10 @@ def episode_metrics(samples: Sequence[EpisodeSample]) -> dict[str, float]:
         "frac_truncated_episodes": sum(s.truncated for s in samples) / n,
         "obs_token_frac": sum(s.observation_tokens for s in samples) / max(1, tokens),
     }
+
+
+EPISODE_EVAL_KEYS = ("success_rate", "turns_mean", "tool_error_rate", "truncated")
+"""The scalar rows of an episode eval table, in the printed order."""
 
 
 def episode_eval(rows: Sequence[dict], samples: Sequence[EpisodeSample], group_column: str = "category") -> dict:

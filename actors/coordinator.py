@@ -25,12 +25,12 @@ import torch
 
 from actors.checkpoints import CheckpointStore
 from actors.data_stream import PromptStream
-from actors.errors import PushError, RoleFailure, RunStopped
+from actors.errors import PushError, RoleFailure, RunStopped, root_cause
 from actors.generation import Generation
 from actors.reward_pool import RewardActor
 from actors.roles import Roles
 from actors.rollout_worker import RolloutWorker
-from actors.setup_steps import probe_sequence, run_warmup
+from actors.setup_steps import difficulty_keep, probe_sequence, run_warmup
 from actors.step_data import generation_from_state, generation_state, judge_matrix, rollout_stats, train_batch
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
@@ -58,6 +58,7 @@ class Coordinator:
         self.run = RunLog(run_dir)
         self.run.write_json("config.json", redacted(cfg.model_dump(mode="json")))
         self.store = CheckpointStore(run_dir, cfg.train.keep_checkpoints)
+        self.eval_keys = self.task.eval_keys  # the eval table's scalar rows
         self.switch = NGRPOSwitch.from_config(cfg.algorithm.ngrpo)
         self.version = self.step = 0
         self.restarts = 0  # replaced roles in this process (never rolled back)
@@ -83,8 +84,8 @@ class Coordinator:
         left = self.store.clean_leftovers()  # checkpoints a crash left half-written
         if left:
             self.run.event("checkpoint_leftovers_removed", paths=[p.name for p in left])
-        self.train_rows, self.eval_rows = self.task.rows()
-        paths = resolve_model(self.cfg.model, self.task.corpus, self.task.vocabulary())
+        self.train_rows, self.eval_rows = self._rows()
+        paths = resolve_model(self.cfg.model, self._corpus, self._vocabulary())
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)
         from transformers import AutoTokenizer
 
@@ -97,7 +98,7 @@ class Coordinator:
                 self.info.update(self._warmup())
         self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.task.judge))
         self.run.event("placement", **self.info["placement"])
-        self.roles.set_probe(*probe_sequence(self.task, self.tokenizer, self.eval_rows or self.train_rows))
+        self.roles.set_probe(*self._probe())
         self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
         if resume:
             self._restore(Path(resume), "resume")
@@ -110,6 +111,19 @@ class Coordinator:
         self.run.event("setup", **{k: v for k, v in self.info.items() if not isinstance(v, dict)})
         return self.info
 
+    # What a run of agent episodes (actors.agent_coordinator) changes: rows, tokenizer text, probe.
+    def _rows(self) -> tuple[list[dict], list[dict]]:
+        return self.task.rows()
+
+    def _corpus(self) -> list[str]:
+        return self.task.corpus()
+
+    def _vocabulary(self) -> list[str]:
+        return self.task.vocabulary()
+
+    def _probe(self) -> tuple[list[int], list[int]]:
+        return probe_sequence(self.task, self.tokenizer, self.eval_rows or self.train_rows)
+
     def _warmup(self) -> dict:
         out = str(self.run.dir / "warmup_model")
         stats = run_warmup(self.cfg, self.task, self.backend, self.tokenizer, self.train_rows,
@@ -120,18 +134,7 @@ class Coordinator:
 
     def _filter_by_difficulty(self) -> dict:
         """Sample every training prompt with the current policy; keep the easy/medium/hard mix."""
-        from algo.difficulty import difficulty_filter
-
-        d, chunk = self.cfg.algorithm.difficulty, 64  # chunks: each generation within the call deadline
-        rates = []
-        for i in range(0, len(self.train_rows), chunk):
-            rows = self.train_rows[i : i + chunk]
-            gen = self._generate(rows, n=d.num_samples)
-            rates += [sum(row) / len(row) for row in judge_matrix(self._score(rows, gen.groups), len(rows), self.task.correct_key)]
-        keep = difficulty_filter(rates, easy_min=d.easy_min, hard_max=d.hard_max, mix=d.mix, seed=self.cfg.train.seed)
-        if not keep:
-            raise RuntimeError("difficulty filter kept no prompt: every prompt is all-right or all-wrong "
-                               "under the current policy; disable algorithm.difficulty or warm up differently")
+        keep = difficulty_keep(self.cfg, self.task, self.train_rows, self._generate, self._score)
         stats = {"difficulty_kept": len(keep), "difficulty_from": len(self.train_rows)}
         self._keep_rows(keep)
         self.run.event("difficulty_filter", **stats)
@@ -160,25 +163,25 @@ class Coordinator:
         self.step += 1
         if self._next is None:  # synchronous, or the first step of the pipeline
             rows = self.stream.next_rows()
-            with _timed(times, "generate"):
+            with timed(times, "generate"):
                 gen = self.roles.finish(self._launch(rows, self.step))
         else:  # generated during the previous step's update, by the policy before it (lag 1)
             (rows, gen), times["generate"] = self._next, self._next_seconds
             self._next = None
         self._check_versions(gen)
-        with _timed(times, "reward"):
+        with timed(times, "reward"):
             scored = self._score(rows, gen.groups)
         correct = judge_matrix(scored, len(rows), self.task.correct_key)
         stats = self._batch_stats(rows, gen, scored, correct)
         out = self._algo(gen, scored)
         ahead = self._launch_next()  # one-step-off: the workers sample the next batch during the update
-        with _timed(times, "learn"):  # nothing to learn when every reward of the step failed
+        with timed(times, "learn"):  # nothing to learn when every reward of the step failed
             learn = self.roles.learn(train_batch(gen, out, self.version)) if out.valid_samples else None
             self._learned = True
         if ahead is not None:  # the next batch is complete before any push: pushes land between batches
             self._next = (ahead[0], self.roles.finish(ahead[1]))
             self._next_seconds = time.perf_counter() - ahead[2]
-        with _timed(times, "sync"):
+        with timed(times, "sync"):
             sync = self._push(learn)
         times["step"] = time.perf_counter() - t0
         row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats, **(learn or {}),
@@ -232,11 +235,13 @@ class Coordinator:
         valid = None
         if any(scored.failed):
             valid = torch.tensor([not f for f in scored.failed]).view_as(rewards)
-        out = algo_step(
-            rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm, valid=valid,
-            lengths=[[len(c.token_ids) for c in g] for g in gen.groups], max_len=self.cfg.rollout.max_tokens,
-            texts=[c.text for c in comps], offsets=[c.offsets for c in comps],
-        )
+        return self._advantages(rewards, valid=valid, lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
+                                max_len=self.cfg.rollout.max_tokens, texts=[c.text for c in comps],
+                                offsets=[c.offsets for c in comps])
+
+    def _advantages(self, rewards: torch.Tensor, **inputs: Any) -> StepResult:
+        """`algo_step` on a (G, n) reward matrix; a switch of NGRPO is an event (and a Ray metric)."""
+        out = algo_step(rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm, **inputs)
         if out.event is not None:
             ev = out.event
             self.run.event("ngrpo_switch", step=ev.step, active=ev.active, window_value=ev.window_value)
@@ -267,7 +272,7 @@ class Coordinator:
         try:
             self.run.metrics(row)
         except OSError as e:
-            raise self._stop(f"could not write metrics.jsonl: {_cause(e)}") from None
+            raise self._stop(f"could not write metrics.jsonl: {root_cause(e)}") from None
         if self.ray_metrics:
             self.ray_metrics.record(row)
         every = self.cfg.train.checkpoint_every
@@ -298,7 +303,7 @@ class Coordinator:
             raise
         except Exception as e:  # noqa: BLE001 - OSError here, or one raised by a learner rank
             shutil.rmtree(tmp, ignore_errors=True)
-            raise self._stop(f"could not write the checkpoint of step {self.step}: {_cause(e)}") from None
+            raise self._stop(f"could not write the checkpoint of step {self.step}: {root_cause(e)}") from None
         self.run.event("checkpoint", step=state["step"], path=str(path), version=state["policy_version"])
         return path
 
@@ -348,20 +353,23 @@ class Coordinator:
     # ---- evaluation & outputs ---------------------------------------------------------------------
     def evaluate(self, tag: str) -> dict:
         """The held-out eval table of the policy the workers serve now (kept in the checkpoints)."""
-        from actors.generation import evaluate
-
         limit = self.cfg.train.eval_limit
         rows = self.eval_rows[:limit] if limit else self.eval_rows
         t = time.perf_counter()
-        table = evaluate(self.task, self.roles.generate, self.tokenizer, rows, self.cfg.rollout.eval_temperature)
+        table = self._eval_table(tag, rows)
         table.update(policy_version=self.version, seconds=time.perf_counter() - t)
         self.eval_tables[tag] = table
         if self.ray_metrics:
-            self.ray_metrics.record_eval(tag, table)
+            self.ray_metrics.record_eval(tag, table, self.eval_keys)
         self.run.eval(tag, table)  # TensorBoard
         self.run.event("eval", tag=tag, **{k: v for k, v in table.items() if k != "per_category"})
         self.run.write_json("eval.json", self.eval_tables)
         return table
+
+    def _eval_table(self, tag: str, rows: list[dict]) -> dict:
+        from actors.generation import evaluate
+
+        return evaluate(self.task, self.roles.generate, self.tokenizer, rows, self.cfg.rollout.eval_temperature)
 
     def finish(self) -> dict:
         """Final checkpoint and adapter, switch events and eval tables; returns a summary."""
@@ -374,23 +382,17 @@ class Coordinator:
         self.roles.learner_call("save_adapter", adapter)
         events = [e.__dict__ for e in self.switch.events]
         self.run.write_json("ngrpo_switch_events.json", events)
-        self.run.write_text("eval_table.md", format_eval_tables(self.eval_tables, self.task.eval_keys) + "\n")
+        self.run.write_text("eval_table.md", format_eval_tables(self.eval_tables, self.eval_keys) + "\n")
         return {"adapter": adapter, "checkpoint": str(final), "switch_events": events, "eval": self.eval_tables,
-                "run_dir": str(self.run.dir), "eval_keys": list(self.task.eval_keys)}
+                "run_dir": str(self.run.dir), "eval_keys": list(self.eval_keys)}
 
     def shutdown(self) -> None:
         self.roles.shutdown()
         self.run.close()
 
 
-def _cause(error: BaseException) -> str:
-    """The root cause of an error, in one line (a role's exception arrives wrapped by Ray)."""
-    cause = getattr(error, "cause", None) or error
-    return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:300]}"
-
-
 @contextmanager
-def _timed(times: dict[str, float], phase: str):
+def timed(times: dict[str, float], phase: str):
     t = time.perf_counter()
     yield
     times[phase] = time.perf_counter() - t

@@ -17,3 +17,9 @@ class RoleFailure(RuntimeError):
     def __init__(self, role: str, index: int, node: str | None, cause: str) -> None:
         super().__init__(f"{role}-{index} on node {node or 'local'}: {cause}")
         self.role, self.index, self.node, self.cause = role, index, node, cause
+
+
+def root_cause(error: BaseException) -> str:
+    """The root cause of an error, in one line (a role's exception arrives wrapped by Ray)."""
+    cause = getattr(error, "cause", None) or error
+    return f"{type(cause).__name__}: {str(cause).strip().splitlines()[-1][:300]}"

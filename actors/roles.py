@@ -31,9 +31,10 @@ log = logging.getLogger(__name__)
 class PendingGeneration:
     """A generation the workers are running: each worker's share of the prompts and its call."""
 
-    chunks: dict[int, list[str]]
+    chunks: dict[int, list]
     refs: dict[int, Any]
     sampling: dict[str, Any]
+    method: str = "generate"  # or "play_episodes" (the chunks are then episode rows)
 
 
 class Roles:
@@ -124,29 +125,39 @@ class Roles:
         """n completions per prompt, split over the workers in order (`launch`, then `finish`)."""
         return self.finish(self.launch(prompts, **sampling))
 
-    def launch(self, prompts: list[str], **sampling: Any) -> PendingGeneration:
-        """Start generating; the workers sample while the caller does other work (the learner's update
-        in the one-step-off pipeline). Weights pushed later queue behind this generation."""
+    def launch(self, prompts: list, method: str = "generate", **sampling: Any) -> PendingGeneration:
+        """Start generating (or playing episodes of rows, `method="play_episodes"`); the workers sample
+        while the caller does other work (the learner's update in the one-step-off pipeline). Weights
+        pushed later queue behind this generation."""
         k = len(self.rollout)
         chunks = [prompts[i * len(prompts) // k : (i + 1) * len(prompts) // k] for i in range(k)]
         chunks = {i: ch for i, ch in enumerate(chunks) if ch}
-        refs = {i: self.backend.call(self.rollout.actors[i], "generate", ch, **sampling) for i, ch in chunks.items()}
-        return PendingGeneration(chunks, refs, sampling)
+        refs = {i: self.backend.call(self.rollout.actors[i], method, ch, **sampling) for i, ch in chunks.items()}
+        return PendingGeneration(chunks, refs, sampling, method)
 
-    def finish(self, pending: PendingGeneration) -> Generation:
-        """Wait for a launched generation; a worker that failed is replaced, loaded with the policy the
-        others serve (no push lands before `finish`) and its share generated again with the same
-        sampling and seed."""
-        done: dict[int, Rollout] = {}
+    def _collect(self, pending: PendingGeneration) -> list:
+        """Every worker's answer to a launched call, in worker order; a worker that failed is replaced,
+        loaded with the policy the others serve (no push lands before this returns) and its share run
+        again with the same sampling and seed."""
+        done: dict[int, Any] = {}
         refs = pending.refs
         while refs:
             answers, failures = self.rollout.gather(refs, self.cfg.rollout.call_timeout_s)
             done.update(answers)
             for i, cause in failures.items():
                 self.replace_worker(i, cause)
-            refs = {i: self.backend.call(self.rollout.actors[i], "generate", pending.chunks[i], **pending.sampling)
+            refs = {i: self.backend.call(self.rollout.actors[i], pending.method, pending.chunks[i], **pending.sampling)
                     for i in failures}
-        rollouts = [done[i] for i in sorted(done)]
+        return [done[i] for i in sorted(done)]
+
+    def episodes(self, rows: list[dict], **sampling: Any) -> list:
+        """One agent episode per row (`RolloutWorker.play_episodes`), the rows split over the workers in
+        order: `EpisodeSample`s in the order of `rows`."""
+        return [s for share in self._collect(self.launch(rows, "play_episodes", **sampling)) for s in share]
+
+    def finish(self, pending: PendingGeneration) -> Generation:
+        """Wait for a launched generation (a failed worker's share is generated again, `_collect`)."""
+        rollouts: list[Rollout] = self._collect(pending)
         return Generation(prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
                           groups=[g for r in rollouts for g in r.groups], versions=[r.policy_version for r in rollouts])
 

@@ -140,9 +140,11 @@ class RolloutWorker:
         )
 
     def play_episodes(self, rows: list[dict], task: TaskConfig, max_turns: int, temperature: float | None = None,
-                      max_tokens: int | None = None, seed: int | None = None) -> list[EpisodeSample]:
+                      max_tokens: int | None = None, seed: int | None = None,
+                      max_context: int | None = None) -> list[EpisodeSample]:
         """One multi-turn episode per row against the task's environment, all in flight together
-        (`actors.agent_loop`): each turn is one batched engine call over the live episodes."""
+        (`actors.agent_loop`): each turn is one batched engine call over the live episodes, at most
+        `max_tokens` per turn; an episode is truncated when it fills `max_context` tokens."""
         from vllm.inputs import TokensPrompt
 
         params = self._sampling(1, temperature, max_tokens, seed)
@@ -153,7 +155,7 @@ class RolloutWorker:
             return [(list(o.outputs[0].token_ids), list(o.outputs[0].logprobs.logprobs)) for o in outs]
 
         env_task = load_task(task)
-        max_context = self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens)
+        max_context = min(max_context or self.cfg.max_model_len, self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
         return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine, max_context)
 
     def _sampling(self, n: int, temperature: float | None, max_tokens: int | None, seed: int | None):

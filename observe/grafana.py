@@ -76,6 +76,14 @@ PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
         (gauge("frac_truncated"), "{{run}} truncated"),
         (gauge("policy_version_lag_max"), "{{run}} version lag"),
     ], False),
+    ("Agent episodes", "none", [
+        (gauge("success_rate"), "{{run}} success"),
+        (gauge("episode_turns_mean"), "{{run}} turns"),
+        (gauge("tool_calls_per_episode"), "{{run}} tool calls"),
+        (gauge("tool_error_rate"), "{{run}} tool errors"),
+        (gauge("frac_truncated_episodes"), "{{run}} truncated"),
+        (gauge("obs_token_frac"), "{{run}} observation tokens"),
+    ], False),
     ("Policy version and weight push", "none", [
         (gauge("policy_version"), "{{run}} version"),
         (gauge("logprob_gap_mean"), "{{run}} learner-vLLM logprob gap"),
@@ -86,9 +94,10 @@ PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
         (f"increase(ray_ngrpo_switch_events_total{{{RUN}}}[5m])", "{{run}} switch {{state}}"),
         (f"increase(ray_ngrpo_recoveries_total{{{RUN}}}[5m])", "{{run}} {{role}} replaced"),
     ], False),
-    ("Held-out eval: tool accuracy per category", "percentunit", [
+    ("Held-out eval: tool accuracy (agent runs: episode success) per category", "percentunit", [
         (f"ray_ngrpo_eval_tool_accuracy_by_category{{{RUN}}}", "{{run}} {{stage}} {{category}}"),
         (f"ray_ngrpo_eval_tool_accuracy{{{RUN}}}", "{{run}} {{stage}} all"),
+        (f"ray_ngrpo_eval_success_rate{{{RUN}}}", "{{run}} {{stage}} episode success"),
     ], False),
 ]
 

@@ -17,6 +17,7 @@ process recorded it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from observe.schema import lookup
@@ -118,9 +119,10 @@ class RayMetrics:
     def switch_event(self, active: bool) -> None:
         self._switches.inc(1, tags={"run": self.run, "role": "coordinator", "state": "on" if active else "off"})
 
-    def record_eval(self, stage: str, table: dict[str, Any]) -> None:
-        """The eval table of `stage` (before / after) as ``ngrpo_eval_*`` gauges, per category too."""
-        for key in ("average_score", "tool_accuracy", "reasoning_score"):
+    def record_eval(self, stage: str, table: dict[str, Any], keys: Sequence[str]) -> None:
+        """The eval table of `stage` (before / after) as ``ngrpo_eval_*`` gauges (its scalar `keys`), per
+        category too (the task's judge, or an agent episode's success, per category)."""
+        for key in keys:
             v = numeric(table.get(key))
             if v is not None:
                 self._set(f"eval_{key}", v, role="coordinator", stage=stage)

@@ -4,7 +4,7 @@ vLLM runs here, but a test that must drive the NGRPO switch on and off, or make 
 always wrong, needs to choose the answers; a sampled policy cannot be told to. Everything else in those
 tests is real (learner, reward actors, the coordinator). The worker keeps the RolloutWorker interface:
 token ids of the scripted text from the real tokenizer, zero logprobs, versions and fingerprints of the
-pushed LoRA weights.
+pushed LoRA weights; agent episodes are scripted turns played against the task's real environment.
 """
 
 from __future__ import annotations
@@ -20,9 +20,15 @@ from contracts.types import Completion, LoraUpdate, Rollout, Served
 Script = Callable[[dict, int, object], list[str]]
 
 
-def scripted_worker(rows: list[dict], script: Script, train_seed: int = 0) -> type:
-    """A RolloutWorker-shaped class answering with `script` for the rows whose user prompt it sees."""
-    by_prompt = {r["prompt"]: r for r in rows}
+# episode_script(row, i, stage) -> the assistant turns of the i-th episode of the call, for agent runs.
+EpisodeScript = Callable[[dict, int, object], list[str]]
+
+
+def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: int = 0,
+                    episode_script: EpisodeScript | None = None) -> type:
+    """A RolloutWorker-shaped class answering with `script` for the rows whose user prompt it sees, and
+    playing agent episodes with `episode_script` against the task's real environment."""
+    by_prompt = {r["prompt"]: r for r in rows if "prompt" in r}
 
     class ScriptedWorker:
         def __init__(self, base_model_dir, tokenizer_dir, cfg, lora_cfg, dtype="float32", worker_index=0, seed=0):
@@ -50,6 +56,18 @@ def scripted_worker(rows: list[dict], script: Script, train_seed: int = 0) -> ty
                 prompt_ids.append(self.tokenizer(p, add_special_tokens=False)["input_ids"])
                 groups.append([self._completion(t, offsets) for t in script(by_prompt[user], n, stage)])
             return Rollout(prompt_ids, groups, self.version, self.worker_index, self.fingerprint)
+
+        def play_episodes(self, rows, task, max_turns, temperature=None, max_tokens=None, seed=None,
+                          max_context=None) -> list:
+            from actors.agent_loop import scripted_samples
+            from tasks.base import load_task
+
+            stage = "eval" if temperature == 0 else seed - train_seed * 100_003
+            self.calls.append(stage)
+            env_task = load_task(task)
+            scripts = [episode_script(row, i, stage) for i, row in enumerate(rows)]
+            return scripted_samples(rows, lambda: env_task.environment(max_turns), self.tokenizer, scripts,
+                                    max_context or self.cfg.max_model_len)
 
         def _completion(self, text: str, offsets: bool) -> Completion:
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]

@@ -205,8 +205,8 @@ def test_a_second_pass_over_the_batch_is_off_policy(filtered):
     assert all(not r["ngrpo_active"] for r in rows)
 
 
-def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered, bad_numbers):
-    emitted = {k for r in dynamic[1] + filtered[1] + bad_numbers[1] for k in r}
+def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered, bad_numbers, agent):
+    emitted = {k for r in dynamic[1] + filtered[1] + bad_numbers[1] + agent[1] for k in r}
     declared = {m.key for m in METRICS}
     unused = {k for k in declared if not any(lookup(e).key == k for e in emitted)}
     assert not unused, f"the schema declares keys no run emits: {sorted(unused)}"

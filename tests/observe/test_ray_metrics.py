@@ -51,8 +51,8 @@ def test_full_rows_and_evals_record_without_a_tag_clash(ray_local):
     m.switch_event(True)
     table = {"average_score": 0.6, "tool_accuracy": 0.5, "reasoning_score": 0.9,
              "per_category": dict.fromkeys(CATEGORIES, 0.5)}
-    m.record_eval("before", table)
-    m.record_eval("after", table)
+    m.record_eval("before", table, ("average_score", "tool_accuracy", "reasoning_score"))
+    m.record_eval("after", table, ("average_score", "tool_accuracy", "reasoning_score"))
     names = set(m._gauges)
     assert {"ngrpo_frac_reward_zero_std", "ngrpo_active", "ngrpo_tool_accuracy", "ngrpo_tool_accuracy_by_category",
             "ngrpo_eval_tool_accuracy", "ngrpo_eval_tool_accuracy_by_category"} <= names
