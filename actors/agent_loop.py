@@ -179,17 +179,22 @@ def episode_metrics(samples: Sequence[EpisodeSample]) -> dict[str, float]:
     }
 
 
-EPISODE_EVAL_KEYS = ("success_rate", "turns_mean", "tool_error_rate", "truncated")
-"""The scalar rows of an episode eval table, in the printed order."""
+EPISODE_EVAL_KEYS = ("success_rate", "reward_mean", "tools", "params", "state", "outcome", "turns_mean",
+                     "tool_error_rate", "truncated")
+"""The scalar rows of an episode eval table, in the printed order: success, the mean trajectory reward
+and its parts (the environment's `score()`), turns, tool errors, truncation."""
+_PARTS = ("tools", "params", "state", "outcome")
 
 
 def episode_eval(rows: Sequence[dict], samples: Sequence[EpisodeSample], group_column: str = "category") -> dict:
-    """The eval table of greedy episodes: success rate, mean turns, tool error rate, truncation and the
-    success rate per `group_column` value (rates in [0, 1], `n` episodes)."""
+    """The eval table of greedy episodes: success rate, mean reward and score parts, mean turns, tool
+    error rate, truncation and the success rate per `group_column` value (rates in [0, 1], `n`)."""
     m = episode_metrics(samples)
+    mean = lambda key: sum(s.score.get(key, 0.0) for s in samples) / max(1, len(samples))  # noqa: E731
     groups: dict[str, list[float]] = {}
     for row, s in zip(rows, samples, strict=True):
         groups.setdefault(str(row.get(group_column)), []).append(s.score.get("success", 0.0))
-    return {"success_rate": m["success_rate"], "turns_mean": m["episode_turns_mean"],
+    return {"success_rate": m["success_rate"], "reward_mean": mean("total"), **{k: mean(k) for k in _PARTS},
+            "turns_mean": m["episode_turns_mean"],
             "tool_error_rate": m["tool_error_rate"], "truncated": m["frac_truncated_episodes"],
             "per_category": {k: sum(v) / len(v) for k, v in sorted(groups.items())}, "n": len(samples)}

@@ -16,7 +16,10 @@ ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_
             "ngrpo_active", "tool_accuracy", "tool_accuracy/x", "reward/x", "reward_part/x", "time/x", "grad_norm",
             "entropy", "approx_kl", "loss", "clip_frac_low", "clip_frac_high", "completion_length",
             "frac_truncated", "policy_version_lag_max", "policy_version", "logprob_gap_mean", "step",
-            "eval_tool_accuracy", "eval_tool_accuracy/x"]
+            "eval_tool_accuracy", "eval_tool_accuracy/x",
+            # agent runs: their rows and their eval keys (actors.agent_loop.EPISODE_EVAL_KEYS)
+            "episode_turns_mean", "tool_calls_per_episode", "tool_error_rate", "success_rate",
+            "frac_truncated_episodes", "obs_token_frac", "eval_success_rate"]
 
 
 def test_shipped_json_is_the_generated_dashboard():
