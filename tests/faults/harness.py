@@ -100,9 +100,9 @@ def _tree(pid: int) -> list[psutil.Process]:
         return []
 
 
-def start(parent: Path, name: str, *extra: str, steps: int = STEPS) -> Run:
+def start(parent: Path, name: str, *extra: str, steps: int = STEPS, config: str | None = None) -> Run:
     args = [sys.executable, "train.py", "--set", f"train.run_dir={parent}", "--set", f"train.run_name={name}",
-            "--set", f"train.steps={steps}"]
+            "--set", f"train.steps={steps}", *(["--config", config] if config else [])]
     for s in [*SETTINGS, *extra]:
         args += ["--set", s]
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
