@@ -2,15 +2,15 @@
 
 One step: draw prompts (episode rows) → every rollout worker plays n episodes per row against the
 task's environment (`RolloutWorker.play_episodes`: tools really run, token-in/token-out) → the
-environment's trajectory score is the reward and its `success` the judge → `algo.step.algo_step` on the
+environment's trajectory score is the reward and its `success` the judge (no reward actors are
+started: only the environment saw what happened) → `algo.step.algo_step` on the
 (G, n) matrix (zero-std statistics, the NGRPO switch, advantages: per episode group as per completion
 group) → the learner trains on the policy's own tokens (the loss mask leaves the observations out) →
 push, record, checkpoint: all as in `actors.coordinator.Coordinator`, which this extends.
 
 The set-up differs in three things: the rows are the task's episode rows, a tiny model's tokenizer
 also learns the episodes' text, and the warm-up fine-tunes on the task's scripted trajectories played
-against the environment (`Task.episode_script`). The reward pool is not used: the environment scores
-the trajectory it saw. The eval plays the held-out episodes greedily (`agent_loop.episode_eval`) and
+against the environment (`Task.episode_script`). The eval plays the held-out episodes greedily (`agent_loop.episode_eval`) and
 keeps them in `episodes_<tag>.jsonl`.
 """
 
@@ -35,6 +35,8 @@ _COUNTS = ("turns", "tool_calls", "tool_errors")
 
 class AgentCoordinator(Coordinator):
     """`Coordinator` whose samples are agent episodes (see the module docstring)."""
+
+    reward_pool = False
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

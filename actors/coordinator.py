@@ -50,6 +50,8 @@ ROLES = {"rollout": RolloutWorker, "learner": Learner, "reward": RewardActor}
 
 
 class Coordinator:
+    reward_pool = True  # score samples with the reward actors (an agent run's environment scores its own)
+
     def __init__(self, cfg: Config, run_dir: str, backend: Backend | None = None,
                  roles: dict[str, type] | None = None) -> None:
         self.cfg, self.backend = cfg, backend or RayBackend()
@@ -96,7 +98,8 @@ class Coordinator:
                 self.base_model_dir = str(warm)  # the run's own warm-up: part of what is resumed
             else:
                 self.info.update(self._warmup())
-        self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.task.judge))
+        judge = self.task.judge if self.reward_pool else None  # hooks below: what an agent run changes
+        self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, judge))
         self.run.event("placement", **self.info["placement"])
         self.roles.set_probe(*self._probe())
         self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
@@ -111,7 +114,6 @@ class Coordinator:
         self.run.event("setup", **{k: v for k, v in self.info.items() if not isinstance(v, dict)})
         return self.info
 
-    # What a run of agent episodes (actors.agent_coordinator) changes: rows, tokenizer text, probe.
     def _rows(self) -> tuple[list[dict], list[dict]]:
         return self.task.rows()
 

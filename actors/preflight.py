@@ -186,8 +186,9 @@ def resource_problems(cfg: Config, total: dict[str, float]) -> list[str]:
     """What the roles ask of the cluster, all alive at once, against what it has."""
     c = cfg
     parts = {"rollout": (c.rollout.num_workers, c.rollout.num_cpus, c.rollout.num_gpus),
-             "learner": (c.learner.world_size, c.learner.num_cpus, c.learner.num_gpus),
-             "reward": (c.reward.num_actors, c.reward.num_cpus, 0.0)}
+             "learner": (c.learner.world_size, c.learner.num_cpus, c.learner.num_gpus)}
+    if not c.env.enabled:  # a run of agent episodes starts no reward actors
+        parts["reward"] = (c.reward.num_actors, c.reward.num_cpus, 0.0)
     out = []
     for res, col, key in (("CPU", 1, "num_cpus"), ("GPU", 2, "num_gpus")):
         need = sum(p[0] * p[col] for p in parts.values())

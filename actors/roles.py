@@ -46,8 +46,9 @@ class Roles:
         self.probe: tuple[list[int], list[int]] | None = None
 
     # ---- start ------------------------------------------------------------------------------------
-    def start(self, model_dir: str, tokenizer_dir: str, judge: str) -> dict:
-        """Learner ranks, rollout workers and reward actors; returns trainable params and placement."""
+    def start(self, model_dir: str, tokenizer_dir: str, judge: str | None) -> dict:
+        """Learner ranks, rollout workers and reward actors (none without a `judge`: in a run of agent
+        episodes the environment scores them); returns trainable params and placement."""
         self.model_dir, self.tokenizer_dir = model_dir, tokenizer_dir
         trainable = self.start_learners()
         c = self.cfg
@@ -56,11 +57,13 @@ class Roles:
             c.rollout.num_threads, lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
                                               {"dtype": c.model.dtype, "worker_index": i, "seed": c.train.seed}))
         self._wait(self.rollout, self.rollout.call("ready"), "rollout", c.rollout.start_timeout_s)
-        functions = [(f.name, f.weight) for f in c.reward.functions]
-        reward_group = self._group("reward", c.reward.num_actors, None, c.reward.num_cpus, 0, None,
-                                   lambda i: ((functions, c.reward.timeout_s), {"index": i, "judge": judge}))
-        self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1)
-        self.pool.wait_ready()
+        self.pool: RewardPool | None = None
+        if judge is not None:
+            functions = [(f.name, f.weight) for f in c.reward.functions]
+            reward_group = self._group("reward", c.reward.num_actors, None, c.reward.num_cpus, 0, None,
+                                       lambda i: ((functions, c.reward.timeout_s), {"index": i, "judge": judge}))
+            self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1)
+            self.pool.wait_ready()
         return {"trainable_params": trainable, "placement": self.placement()}
 
     def start_learners(self) -> int:
@@ -88,7 +91,7 @@ class Roles:
 
     def placement(self) -> dict:
         """Per role: the node and process of each actor (processes for operators and fault tests)."""
-        groups = {"learner": self.learners, "rollout": self.rollout, "reward": self.pool.group}
+        groups = {"learner": self.learners, "rollout": self.rollout, **({"reward": self.pool.group} if self.pool else {})}
         return {role: [{"node": n, "pid": pid} for n, pid in g.get(g.call("identity"))] for role, g in groups.items()}
 
     def set_probe(self, prompt_ids: list[int], completion_ids: list[int]) -> None:

@@ -81,6 +81,7 @@ def test_the_learner_gets_whole_episodes_with_the_observations_masked(agent):
 def test_the_warm_up_plays_the_scripted_trajectories(agent):
     coord, _, _ = agent
     assert coord.info["warmup_steps"] == 3 and coord.info["warmup_rows"] == len(coord.train_rows)
+    assert set(coord.info["placement"]) == {"learner", "rollout"}  # the environment scores: no reward actors
     assert all("expected" in r for r in coord.train_rows)  # episode rows, not single-turn ones
 
 

@@ -29,3 +29,12 @@ def test_an_episode_context_beyond_the_engine_is_refused():
         load_config("tiny-cpu-agent", ["env.max_context=2000"])
     with pytest.raises(ConfigError, match="env.max_turns"):
         load_config("tiny-cpu-agent", ["env.max_turns=0"])
+
+
+def test_an_agent_run_counts_no_reward_actors_against_the_cluster():
+    from actors.preflight import resource_problems
+
+    agent = load_config("tiny-cpu-agent", ["reward.num_actors=4", "reward.num_cpus=1"])
+    assert resource_problems(agent, {"CPU": 2.0}) == []  # the environment scores: no reward actors start
+    single = load_config("tiny-cpu", ["reward.num_actors=4", "reward.num_cpus=1"])
+    assert "reward 4 x 1" in resource_problems(single, {"CPU": 2.0})[0]

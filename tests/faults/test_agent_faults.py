@@ -13,7 +13,7 @@ from tests.faults.harness import adapter_fingerprint, same_rows, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed, pytest.mark.faults]
 
-AGENT = ["task.options.n_episodes=60", "env.max_turns=3", "reward.num_actors=1"]
+AGENT = ["task.options.n_episodes=60", "env.max_turns=3"]
 CONFIG = "configs/tiny-cpu-agent.yaml"
 
 
