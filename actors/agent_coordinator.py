@@ -24,7 +24,7 @@ import torch
 
 from actors.agent_loop import EPISODE_EVAL_KEYS, EpisodeSample, episode_eval, episode_metrics
 from actors.coordinator import Coordinator, timed
-from actors.setup_steps import run_warmup, trajectory_examples
+from actors.setup_steps import trajectory_examples
 from algo.stats import batch_stats, breakdown_means
 from algo.step import StepResult
 from contracts.types import TrainBatch
@@ -56,14 +56,6 @@ class AgentCoordinator(Coordinator):
         (prompt, completion, _), = trajectory_examples(self.cfg, self.task, self.tokenizer, (self.eval_rows or self.train_rows)[:1])
         return prompt, completion[:64]
 
-    def _warmup(self) -> dict:
-        out = str(self.run.dir / "warmup_model")
-        stats = run_warmup(self.cfg, self.task, self.backend, self.tokenizer, self.train_rows,
-                           (self.base_model_dir, self.tokenizer_dir, out), episodes=True)
-        self.base_model_dir = out
-        self.run.event("warmup", **stats)
-        return stats
-
     def _play(self, rows: list[dict], **sampling: Any) -> list[EpisodeSample]:
         e = self.cfg.env
         return self.roles.episodes(rows, task=self.cfg.task, max_turns=e.max_turns, max_context=e.max_context,
@@ -78,8 +70,8 @@ class AgentCoordinator(Coordinator):
             samples = self._play([r for r in rows for _ in range(n)], seed=self.cfg.train.seed * 100_003 + self.step)
         groups = [samples[i * n : (i + 1) * n] for i in range(len(rows))]
         rewards = torch.tensor([[s.score["total"] for s in g] for g in groups], dtype=torch.float64)
-        stats = self._episode_stats(rows, groups)
-        lengths = [[sum(s.loss_mask) for s in g] for g in groups]
+        lengths = [[sum(s.loss_mask) for s in g] for g in groups]  # the policy's own tokens per episode
+        stats = self._episode_stats(rows, groups, lengths)
         out = self._advantages(rewards, lengths=lengths, max_len=self.cfg.env.max_turns * self.cfg.rollout.max_tokens)
         with timed(times, "learn"):
             learn = self.roles.learn(episode_batch(samples, out)) if out.valid_samples else None
@@ -91,13 +83,14 @@ class AgentCoordinator(Coordinator):
                **{f"time/{k}": v for k, v in times.items()}}
         return self._record(row)
 
-    def _episode_stats(self, rows: list[dict], groups: list[list[EpisodeSample]]) -> dict[str, float]:
+    def _episode_stats(self, rows: list[dict], groups: list[list[EpisodeSample]],
+                       lengths: list[list[int]]) -> dict[str, float]:
         """Success (as the judge's accuracy, overall and per category) and reward per category, policy
         tokens per episode, truncation, the reward parts and the episode metrics."""
         samples = [s for g in groups for s in g]
         stats = batch_stats(
             [r[self.task.group_column] for r in rows], correct=[[s.score["success"] for s in g] for g in groups],
-            rewards=[[s.score["total"] for s in g] for g in groups], lengths=[[sum(s.loss_mask) for s in g] for g in groups],
+            rewards=[[s.score["total"] for s in g] for g in groups], lengths=lengths,
             truncated=[[s.truncated for s in g] for g in groups], lags=[[0] * len(g) for g in groups])
         stats.update(breakdown_means([{k: v for k, v in s.score.items() if k not in _COUNTS} for s in samples]))
         stats.update(episode_metrics(samples))

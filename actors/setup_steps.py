@@ -13,15 +13,15 @@ from tasks.base import Task
 
 
 def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: list[dict],
-               dirs: tuple[str, str, str], episodes: bool = False) -> dict:
+               dirs: tuple[str, str, str]) -> dict:
     """Fine-tune the base model on the task's warm-up rows, where and as the learner will run (its CPUs
-    and threads); `dirs` = (base model, tokenizer, output). With `episodes`, the examples are the task's
+    and threads); `dirs` = (base model, tokenizer, output). With `env.enabled`, the examples are the task's
     scripted trajectories of the episode `rows`, played against its environment (the policy's turns
     learned, the observations not). Returns the warm-up's stats."""
     from learner.warmup import sft_warmup
 
     w = cfg.train.warmup
-    if episodes:
+    if cfg.env.enabled:
         targets, examples = rows, trajectory_examples(cfg, task, tokenizer, rows)
     else:
         targets = task.warmup_rows(rows)
