@@ -310,17 +310,14 @@ class Learner:
     # ---- export -----------------------------------------------------------------------------------
     def export_lora(self) -> LoraUpdate | None:
         """The current LoRA weights (on every rank under ZeRO-3, which must gather); rank 0 returns them."""
-        from peft import get_peft_model_state_dict
-
-        model = self.engine.module
+        lora = self._lora_parameters()
         ctx = nullcontext()
         if self.cfg.zero_stage == 3:
             import deepspeed
 
-            lora_params = [p for n, p in model.named_parameters() if "lora_" in n]
-            ctx = deepspeed.zero.GatheredParameters(lora_params, modifier_rank=None)
+            ctx = deepspeed.zero.GatheredParameters([p for _, p in lora], modifier_rank=None)
         with ctx:
-            sd = {k: v.detach().to(torch.float32).cpu().clone() for k, v in get_peft_model_state_dict(model).items()}
+            sd = {k: p.detach().to(torch.float32).cpu().clone() for k, p in lora}
         probe = self._probe_logprobs()  # every rank: under ZeRO-3 the forward is a collective
         if self.rank != 0:
             return None
@@ -330,6 +327,19 @@ class Learner:
             update.probe_ids = self._probe[0] + self._probe[1]
             update.probe_start, update.probe_logprobs = len(self._probe[0]), probe
         return update
+
+    def _lora_parameters(self) -> list[tuple[str, torch.nn.Parameter]]:
+        """(PEFT state-dict key, parameter) of every LoRA weight, found once: PEFT's own
+        get_peft_model_state_dict walks the whole model's state dict on every call (~4 ms a push here)."""
+        if getattr(self, "_lora", None) is None:
+            from peft import get_peft_model_state_dict
+
+            model = self.engine.module
+            lora = [(n.replace(".default", ""), p) for n, p in model.named_parameters() if "lora_" in n]
+            if sorted(k for k, _ in lora) != sorted(get_peft_model_state_dict(model)):
+                raise RuntimeError("the LoRA parameters do not match PEFT's adapter state dict")
+            self._lora = lora
+        return self._lora
 
     def set_probe(self, prompt_ids: list[int], completion_ids: list[int]) -> None:
         """A fixed sequence whose completion logprobs every export carries, so that each worker can

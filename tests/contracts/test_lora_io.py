@@ -78,3 +78,23 @@ def test_saved_adapter_loads_in_peft(peft_model, tiny_paths, tmp_path):
     ids = torch.randint(5, 500, (1, 10))
     with torch.no_grad():
         assert torch.allclose(loaded(input_ids=ids).logits, peft_model(input_ids=ids).logits, atol=1e-5)
+
+
+def test_an_update_crosses_the_object_store_unchanged_and_writable(peft_model):
+    """Ray pickles with protocol 5 and hands large buffers over out of band; the weights come back as
+    tensors equal to those sent (same fingerprint), and the receiver may write to them."""
+    import pickle
+
+    from contracts.types import LoraUpdate
+
+    weights = _lora_sd(peft_model)
+    sent = LoraUpdate(3, weights, lora_io.fingerprint(weights), 2.0, [1, 2, 3], 1, [-0.5, -0.25])
+    buffers: list = []
+    data = pickle.dumps(sent, protocol=5, buffer_callback=buffers.append)
+    assert buffers, "the weights should travel as out-of-band buffers"
+    got = pickle.loads(data, buffers=[memoryview(bytes(b.raw())) for b in buffers])  # read-only, as from the store
+    assert lora_io.fingerprint(got.weights) == sent.fingerprint
+    assert all(isinstance(v, torch.Tensor) and torch.equal(v, weights[k]) for k, v in got.weights.items())
+    assert (got.version, got.scale, got.probe_ids, got.probe_start, got.probe_logprobs) == (3, 2.0, [1, 2, 3], 1, [-0.5, -0.25])
+    next(iter(got.weights.values())).add_(1.0)  # writable
+    assert sent.weights is weights and lora_io.fingerprint(weights) == sent.fingerprint  # the sender's untouched

@@ -70,6 +70,9 @@ def test_exported_lora_is_peft_shaped(learner):
     assert keys and all(".lora_A." in k or ".lora_B." in k for k in keys)
     assert update.scale == pytest.approx(2.0)
     assert all(v.dtype == torch.float32 and v.device.type == "cpu" for v in update.weights.values())
+    # PEFT's adapter keys (no adapter name), one A and one B per targeted module of every layer.
+    assert not any(".default." in k for k in keys)
+    assert sum(".lora_A." in k for k in keys) == sum(".lora_B." in k for k in keys) == len(keys) // 2
 
 
 def test_lr_schedule_reaches_the_deepspeed_optimizer(tiny_paths, ray_local):
