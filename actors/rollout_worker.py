@@ -64,7 +64,7 @@ class RolloutWorker:
         from transformers import AutoTokenizer
         from vllm import LLM
 
-        from actors import vllm_lean
+        from actors import vllm_lean, vllm_tap
 
         vllm_lean.install()
         self.cfg, self.lora_cfg, self.worker_index = cfg, lora_cfg, worker_index
@@ -92,6 +92,8 @@ class RolloutWorker:
         self.llm = LLM(**kwargs)
         # The in-process engine drops torch's threads (docs/platform.md#threads-and-pinning).
         torch.set_num_threads(threads)
+        # Logprobs of the sampled tokens from inside the engine where it runs here (actors/vllm_tap.py).
+        self._tap = vllm_tap.available(self.llm)
         self.version = 0
         self.served_fingerprint = NO_ADAPTER
         self._lora_request = None
@@ -115,21 +117,17 @@ class RolloutWorker:
     ) -> Rollout:
         """n completions per prompt with token ids, raw-distribution logprobs and finish reasons;
         with `offsets`, each token's character span in the text too (for DART token weights)."""
-        from vllm.inputs import TokensPrompt
-
         params = self._sampling(n or self.cfg.n, temperature, max_tokens, seed)
-        token_prompts = [TokensPrompt(prompt_token_ids=ids) for ids in self.tokenizer(prompts)["input_ids"]]
-        outs = self.llm.generate(token_prompts, params, lora_request=self._lora_request, use_tqdm=False)
+        outs, logprobs = self._run(self.tokenizer(prompts)["input_ids"], params)
         samples = [c for out in outs for c in out.outputs]
         texts = iter(self.tokenizer.batch_decode([c.token_ids for c in samples], skip_special_tokens=True))
         groups = []
-        for out in outs:
+        for out, lps in zip(outs, logprobs):
             group = []
-            for c in out.outputs:
+            for c, lp in zip(out.outputs, lps):
                 ids = list(c.token_ids)
                 spans = token_char_offsets(self.tokenizer, ids) if offsets else None
-                group.append(Completion(ids, list(c.logprobs.logprobs), next(texts), str(c.finish_reason),
-                                        self.version, spans))
+                group.append(Completion(ids, lp, next(texts), str(c.finish_reason), self.version, spans))
             groups.append(group)
         return Rollout(
             prompt_token_ids=[list(o.prompt_token_ids) for o in outs],
@@ -145,18 +143,29 @@ class RolloutWorker:
         """One multi-turn episode per row against the task's environment, all in flight together
         (`actors.agent_loop`): each turn is one batched engine call over the live episodes, at most
         `max_tokens` per turn; an episode is truncated when it fills `max_context` tokens."""
-        from vllm.inputs import TokensPrompt
-
         params = self._sampling(1, temperature, max_tokens, seed)
 
         def engine(sequences: list[list[int]]) -> list[tuple[list[int], list[float]]]:
-            outs = self.llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in sequences], params,
-                                     lora_request=self._lora_request, use_tqdm=False)
-            return [(list(o.outputs[0].token_ids), list(o.outputs[0].logprobs.logprobs)) for o in outs]
+            outs, logprobs = self._run(sequences, params)
+            return [(list(o.outputs[0].token_ids), lps[0]) for o, lps in zip(outs, logprobs)]
 
         env_task = load_task(task)
         max_context = min(max_context or self.cfg.max_model_len, self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
         return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine, max_context)
+
+    def _run(self, prompt_ids: list[list[int]], params) -> tuple[list, list[list[list[float]]]]:
+        """vLLM's outputs for token-id prompts, and per output and sample the sampled tokens' logprobs."""
+        from vllm.inputs import TokensPrompt
+
+        from actors import vllm_tap
+
+        prompts = [TokensPrompt(prompt_token_ids=ids) for ids in prompt_ids]
+        if not self._tap:
+            outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
+            return outs, [[list(c.logprobs.logprobs) for c in o.outputs] for o in outs]
+        with vllm_tap.recording() as rec:
+            outs = self.llm.generate(prompts, params, lora_request=self._lora_request, use_tqdm=False)
+        return outs, rec.logprobs(outs)
 
     def _sampling(self, n: int, temperature: float | None, max_tokens: int | None, seed: int | None):
         """vLLM sampling parameters for `n` samples per sequence: sampled ids and their logprobs in flat
@@ -170,7 +179,9 @@ class RolloutWorker:
             top_p=self.cfg.top_p if temperature > 0 else 1.0,
             min_p=self.cfg.min_p if temperature > 0 else 0.0,
             max_tokens=max_tokens or self.cfg.max_tokens,
-            logprobs=0,  # the sampled token's logprob only, in flat lists (actors/vllm_lean.py)
+            # The sampled token's logprob only: taken inside the engine where it runs here
+            # (actors/vllm_tap.py), else asked of vLLM in flat lists (actors/vllm_lean.py).
+            logprobs=None if self._tap else 0,
             flat_logprobs=True,
             detokenize=False,
             # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
