@@ -88,7 +88,7 @@ class LoraUpdate:
     # copying through pickle (torch tensors are pickled byte by byte), about 5 ms less per push here.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["weights"] = {k: v.detach().cpu().numpy() if hasattr(v, "numpy") else v for k, v in self.weights.items()}
+        state["weights"] = {k: _as_numpy(v) for k, v in self.weights.items()}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -110,3 +110,12 @@ class Served:
     fingerprint: str  # of the weights it received, equal to the learner's or the push raised
     nbytes: int  # size of the LoRA weights it received
     probe_gap: float | None = None  # largest |vLLM - learner| logprob of the probe, as served
+
+
+def _as_numpy(value: Any) -> Any:
+    """A CPU tensor as a numpy array; numpy has no bfloat16, so such a tensor (or anything else) stays."""
+    import torch
+
+    if isinstance(value, torch.Tensor) and value.dtype != torch.bfloat16:
+        return value.detach().cpu().numpy()
+    return value
