@@ -25,18 +25,24 @@ class Generation:
     groups: list[list[Completion]]
     versions: list[int]  # the policy version each worker served
 
+    @classmethod
+    def of(cls, rollouts: list[Rollout]) -> "Generation":
+        """The workers' answers, in worker order, as one generation in prompt order."""
+        return cls(prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
+                   groups=[g for r in rollouts for g in r.groups], versions=[r.policy_version for r in rollouts])
+
+
+def split_evenly(items: list, k: int) -> dict[int, list]:
+    """Worker index → its share of `items`, in order (workers with an empty share left out)."""
+    shares = [items[i * len(items) // k : (i + 1) * len(items) // k] for i in range(k)]
+    return {i: share for i, share in enumerate(shares) if share}
+
 
 def generate(workers: ActorGroup, prompts: list[str], **sampling: Any) -> Generation:
     """n completions per prompt (`sampling` as `RolloutWorker.generate` takes it)."""
-    k = len(workers)
-    chunks = [prompts[i * len(prompts) // k : (i + 1) * len(prompts) // k] for i in range(k)]
-    refs = [workers.backend.call(a, "generate", ch, **sampling) for a, ch in zip(workers.actors, chunks) if ch]
-    rollouts: list[Rollout] = workers.get(refs)
-    return Generation(
-        prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
-        groups=[g for r in rollouts for g in r.groups],
-        versions=[r.policy_version for r in rollouts],
-    )
+    shares = split_evenly(prompts, len(workers))
+    refs = [workers.backend.call(workers.actors[i], "generate", share, **sampling) for i, share in shares.items()]
+    return Generation.of(workers.get(refs))
 
 
 def evaluate(task: Task, generate_fn: Callable[..., Generation], tokenizer: Any, rows: list[dict],

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.errors import PushError, RoleFailure
-from actors.generation import Generation
+from actors.generation import Generation, split_evenly
 from actors.reward_pool import RewardPool
 from cluster.actor_group import ActorGroup
 from cluster.backend import Backend
 from configs.root import Config
-from contracts.types import Rollout, Served, TrainBatch
+from contracts.types import Served, TrainBatch
 from observe.schema import merge_ranks
 
 log = logging.getLogger(__name__)
@@ -132,9 +132,7 @@ class Roles:
         """Start generating (or playing episodes of rows, `method="play_episodes"`); the workers sample
         while the caller does other work (the learner's update in the one-step-off pipeline). Weights
         pushed later queue behind this generation."""
-        k = len(self.rollout)
-        chunks = [prompts[i * len(prompts) // k : (i + 1) * len(prompts) // k] for i in range(k)]
-        chunks = {i: ch for i, ch in enumerate(chunks) if ch}
+        chunks = split_evenly(prompts, len(self.rollout))
         refs = {i: self.backend.call(self.rollout.actors[i], method, ch, **sampling) for i, ch in chunks.items()}
         return PendingGeneration(chunks, refs, sampling, method)
 
@@ -160,9 +158,7 @@ class Roles:
 
     def finish(self, pending: PendingGeneration) -> Generation:
         """Wait for a launched generation (a failed worker's share is generated again, `_collect`)."""
-        rollouts: list[Rollout] = self._collect(pending)
-        return Generation(prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
-                          groups=[g for r in rollouts for g in r.groups], versions=[r.policy_version for r in rollouts])
+        return Generation.of(self._collect(pending))
 
     def replace_worker(self, i: int, cause: str) -> None:
         """Count the failure, start a new worker in the same bundle and load the served policy."""
