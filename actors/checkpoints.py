@@ -22,6 +22,8 @@ import os
 import shutil
 from pathlib import Path
 
+from observe.files import atomic_write_text, fsync_dir
+
 MARKER = "COMPLETE"
 
 
@@ -37,26 +39,7 @@ def _fsync_tree(root: Path) -> None:
                 os.fsync(fd)
             finally:
                 os.close(fd)
-        _fsync_dir(Path(dirpath))
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a reader sees the old or the new content, never a mix."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+        fsync_dir(Path(dirpath))
 
 
 class CheckpointStore:
@@ -84,7 +67,7 @@ class CheckpointStore:
             if final.exists():  # a rolled-back run writes this step again
                 shutil.rmtree(final)
             os.rename(tmp, final)
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             atomic_write_text(self.root / "latest", final.name + "\n")
         except OSError as e:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 from typing import Any
 
+from observe.files import atomic_write_text
 from observe.tensorboard import TensorBoardLog
 
 
@@ -45,9 +45,7 @@ class RunLog:
                 continue
             if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= last_step:
                 kept.append(line)
-        tmp = path.with_name(".metrics.jsonl.tmp")
-        tmp.write_text("".join(x + "\n" for x in kept), encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, "".join(x + "\n" for x in kept))
         self._metrics = open(path, "a", encoding="utf-8")
         return len(kept)
 
@@ -73,9 +71,7 @@ class RunLog:
     def write_text(self, name: str, text: str) -> Path:
         """Replace a file whole (a temporary file renamed over it): a crash leaves the old or the new."""
         path = self.dir / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
+        atomic_write_text(path, text)
         return path
 
     def close(self) -> None:
