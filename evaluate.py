@@ -71,10 +71,15 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    mc = cfg.model
-    paths = resolve_model(mc, task.corpus, task.vocabulary())
+    mc, agent = cfg.model, cfg.env.enabled
+    if agent:  # an agent run's tiny tokenizer also learned the episodes' text (as AgentCoordinator builds it)
+        paths = resolve_model(mc, lambda: task.corpus() + task.episode_corpus(),
+                              task.vocabulary() + task.episode_vocabulary())
+    else:
+        paths = resolve_model(mc, task.corpus, task.vocabulary())
     base = args.base or _adapter_base(args.adapter) or str(paths.model_dir)
-    rows = task.load_rows(args.data) if args.data else task.rows()[1]
+    held = task.episode_rows()[1] if agent else task.rows()[1]
+    rows = task.load_rows(args.data) if args.data else held
     rows = rows[: args.limit] if args.limit else rows
     rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny" else cfg.rollout.serve_mode})
     workers = ActorGroup(RolloutWorker, 1, name="rollout", backend=LocalBackend(), args_for=lambda i: (
@@ -82,10 +87,18 @@ def main(argv: list[str] | None = None) -> int:
     worker = workers.actors[0]
     if args.adapter:
         worker.load_adapter(load_peft_adapter(args.adapter, version=1))
-    table = evaluate(task, lambda prompts, **s: generate(workers, prompts, **s), worker.tokenizer, rows, 0.0)
+    if agent:  # greedy held-out episodes, as a training run's before/after eval plays them
+        from actors.agent_loop import EPISODE_EVAL_KEYS, episode_eval
+
+        samples = worker.play_episodes(rows, task=cfg.task, max_turns=cfg.env.max_turns, seed=0,
+                                       temperature=cfg.rollout.eval_temperature, max_context=cfg.env.max_context)
+        table, keys = episode_eval(rows, samples, task.group_column), EPISODE_EVAL_KEYS
+    else:
+        table = evaluate(task, lambda prompts, **s: generate(workers, prompts, **s), worker.tokenizer, rows, 0.0)
+        keys = task.eval_keys
     label = "adapter" if args.adapter else "base"
-    print(format_eval_tables({label: table}, task.eval_keys))
-    print(f"\n{len(rows)} held-out rows; model {base}" + (f" + adapter {args.adapter}" if args.adapter else ""))
+    print(format_eval_tables({label: table}, keys))
+    print(f"\n{len(rows)} held-out {'episodes' if agent else 'rows'}; model {base}" + (f" + adapter {args.adapter}" if args.adapter else ""))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(table, indent=2, ensure_ascii=False) + "\n")
     return 0
