@@ -133,6 +133,9 @@ def _drive(ray, coord, cfg, plan, stop: StopSignals) -> dict:
     info = stop.wait(ray, coord.setup.remote(str(plan.resume) if plan.resume else None))
     print("placement: " + ", ".join(f"{len(v)} {role} on {len({x['node'] for x in v})} node(s)"
                                     for role, v in info["placement"].items()), flush=True)
+    if info.get("drill_steps"):
+        print(f"entity drill: {info['drill_steps']} steps on {info['drill_rows']} rows, loss "
+              f"{info['drill_loss_first']:.3f} → {info['drill_loss_last']:.3f}", flush=True)
     if info.get("warmup_steps"):
         print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
               f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)

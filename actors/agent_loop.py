@@ -83,13 +83,18 @@ class EpisodeSample:
         return len(self.loss_mask) - sum(self.loss_mask)
 
 
+def first_prompt_ids(tokenizer: Any, messages: list[dict]) -> list[int]:
+    """An episode's first messages as ids, tokenized as the single-turn prompts are: the rendered text,
+    once (later turns are appended as ids, never re-tokenized)."""
+    text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tokenizer(text)["input_ids"]
+
+
 class _Live:
     def __init__(self, env: Environment, row: dict, tokenizer: Any) -> None:
         self.env = env
         messages = list(env.reset(row))
-        # The first messages are tokenized as the single-turn prompts are: the rendered text, once.
-        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        self.sample = EpisodeSample(prompt_ids=tokenizer(text)["input_ids"], messages=messages)
+        self.sample = EpisodeSample(prompt_ids=first_prompt_ids(tokenizer, messages), messages=messages)
         self.done = False
 
     def sequence(self) -> list[int]:

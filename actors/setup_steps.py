@@ -18,11 +18,15 @@ def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: 
     and threads); `dirs` = (base model, tokenizer, output). With `env.enabled`, the examples are the task's
     scripted trajectories of the episode `rows`, played against its environment (the policy's turns
     learned, the observations not). Returns the warm-up's stats."""
-    from learner.warmup import sft_warmup
+    from learner.warmup import Drill, sft_warmup
 
     w = cfg.train.warmup
+    drill = None
     if cfg.env.enabled:
         targets, examples = rows, trajectory_examples(cfg, task, tokenizer, rows)
+        d = w.drill
+        if d.steps or d.mix:
+            drill = Drill(drill_examples(task, tokenizer, d.rows), d.steps, d.batch_size, d.mix)
     else:
         targets = task.warmup_rows(rows)
         examples = [(task.render_prompt(tokenizer, r), r["solution"]) for r in targets]
@@ -31,7 +35,7 @@ def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: 
     if cfg.learner.num_threads:
         env["env_vars"]["OMP_NUM_THREADS"] = str(cfg.learner.num_threads)
     ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), dict(
-        steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=cfg.train.seed, groups=groups,
+        steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=cfg.train.seed, groups=groups, drill=drill,
     ), {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
     return backend.get(ref)
 
@@ -43,6 +47,18 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
     samples = scripted_samples(rows, lambda: task.environment(cfg.env.max_turns), tokenizer,
                                [task.episode_script(r) for r in rows], cfg.env.max_context)
     return [(s.prompt_ids, s.completion_ids, s.loss_mask) for s in samples]
+
+
+def drill_examples(task: Task, tokenizer: Any, n: int) -> list[tuple]:
+    """(prompt ids, target ids, mask) of the task's entity drill (`Task.episode_drill`): the prompt
+    rendered as an episode's first prompt is, the whole target (ending with end-of-turn) learned."""
+    from actors.agent_loop import first_prompt_ids
+
+    out = []
+    for messages, target in task.episode_drill(n):
+        ids = tokenizer.encode(target, add_special_tokens=False) + [tokenizer.eos_token_id]
+        out.append((first_prompt_ids(tokenizer, messages), ids, [1] * len(ids)))
+    return out
 
 
 def difficulty_keep(cfg: Config, task: Task, rows: list[dict], generate: Callable, score: Callable) -> list[int]:

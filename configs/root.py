@@ -47,6 +47,8 @@ class Config(Section):
             )
         if self.env.enabled:
             self._episode_checks()
+        elif self.train.warmup.drill.steps or self.train.warmup.drill.mix:
+            raise ValueError("train.warmup.drill: the entity drill is for agent episodes; set env.enabled")
         if self.model.name == "tiny":
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
             if head not in (32, 64, 80, 96, 112, 128, 160, 192, 224, 256):

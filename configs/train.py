@@ -9,6 +9,25 @@ from pydantic import Field
 from configs.base import Section
 
 
+class DrillConfig(Section):
+    """Agent runs (`env.enabled`): the task's entity drill before the warm-up proper. A drill row is a
+    request under its own instruction and, as the target, only the parameters of the calls it asks for
+    (`Task.episode_drill`): every target token is a lookup of something the request names. A random tiny
+    model learns that lookup in about a thousand dense drill steps; from whole trajectories, where the
+    entities are a few tokens among many, it learns it only after about 2,000 warm-up steps
+    (docs/experiments.md)."""
+
+    steps: int = Field(0, ge=0)
+    """Drill steps before the warm-up's own (0: no drill)."""
+    rows: int = Field(5000, ge=1)
+    """Drill rows the task generates (none of them a held-out request)."""
+    batch_size: int = Field(32, ge=1)
+    """Drill rows per drill step."""
+    mix: int = Field(0, ge=0)
+    """Drill rows added to every warm-up step after the drill, so the warm-up keeps the lookup instead
+    of memorising its training rows' entities."""
+
+
 class WarmupConfig(Section):
     """Optional SFT warm-up on the task's warm-up rows, so that a random tiny model learns the output
     format before RL (the 7B preset skips it)."""
@@ -24,6 +43,8 @@ class WarmupConfig(Section):
     balanced: bool = False
     """Draw warm-up rows balanced over the task's groups (`category`) instead of in shuffled epochs.
     What the targets are (e.g. a deliberate label error) is the task's choice: `task.options`."""
+    drill: DrillConfig = DrillConfig()
+    """Agent runs: the entity drill before (and mixed into) the warm-up."""
 
 
 class TrainConfig(Section):

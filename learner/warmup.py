@@ -12,6 +12,8 @@ import logging
 import random
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -70,6 +72,17 @@ def _epochs(items: list[int], rng: random.Random) -> Iterator[int]:
         yield from order
 
 
+@dataclass(frozen=True)
+class Drill:
+    """The entity drill (`configs.train.DrillConfig`): `steps` steps of `batch_size` of its examples
+    first, then `mix` of them added to every warm-up step."""
+
+    examples: list[TokenExample]
+    steps: int = 0
+    batch_size: int = 32
+    mix: int = 0
+
+
 def sft_warmup(
     base_model_dir: str,
     tokenizer_dir: str,
@@ -81,10 +94,12 @@ def sft_warmup(
     batch_size: int,
     seed: int = 0,
     groups: list[str] | None = None,
+    drill: Drill | None = None,
 ) -> dict:
     """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`, or on
     token examples with a loss mask (an agent episode's turns; its observations are not targets); save to
-    `out_dir`. With `groups` (one value per example), draws are balanced over the values. Returns stats."""
+    `out_dir`. With `groups` (one value per example), draws are balanced over the values. With a `drill`,
+    its steps come first (same optimizer) and its `mix` joins every warm-up batch. Returns stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.perf_counter()
@@ -93,23 +108,20 @@ def sft_warmup(
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
     model = AutoModelForCausalLM.from_pretrained(base_model_dir, dtype=torch.float32)
     model.train()
-    data = encode_examples(tok, examples)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    train = partial(_steps, model, opt, tok.pad_token_id)
+    stats = {}
+    if drill and drill.examples and (drill.steps or drill.mix):
+        drawn = epoch_sampler(len(drill.examples), rng)
+        extra = [(drill.examples, drawn, drill.mix)]
+        losses = train(drill.steps, [(drill.examples, drawn, drill.batch_size)], "drill")
+        stats = {"drill_steps": drill.steps, "drill_rows": len(drill.examples),
+                 "drill_loss_first": losses[0] if losses else None, "drill_loss_last": losses[-1] if losses else None}
+    else:
+        extra = []
+    data = encode_examples(tok, examples)
     draw = category_sampler(groups, rng) if groups is not None else epoch_sampler(len(examples), rng)
-    losses = []
-    for step in range(steps):
-        idx = [next(draw) for _ in range(batch_size)]
-        packed = pack([data[i][0] for i in idx], [data[i][1] for i in idx], tok.pad_token_id)
-        logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
-        mask = packed.completion_mask * pad_rows([data[i][2] for i in idx], packed.completion_mask.shape[1])
-        loss = -(logp * mask).sum() / mask.sum()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        losses.append(loss.item())
-        if step % 20 == 0 or step == steps - 1:
-            log.info("warm-up step %d/%d loss %.4f", step + 1, steps, loss.item())
+    losses = train(steps, [(data, draw, batch_size), *extra], "warm-up")
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     return {
@@ -118,4 +130,26 @@ def sft_warmup(
         "warmup_loss_last": losses[-1] if losses else None,
         "warmup_seconds": time.perf_counter() - t0,
         "warmup_rows": len(examples),
+        **stats,
     }
+
+
+def _steps(model, opt, pad_id: int, steps: int, sources: list[tuple[list[TokenExample], Iterator[int], int]],
+           label: str) -> list[float]:
+    """`steps` AdamW steps, each on a batch of `count` examples drawn from every (examples, draws, count)
+    source; cross-entropy on the examples' masked-in completion tokens. Returns the losses."""
+    losses = []
+    for step in range(steps):
+        batch = [data[next(draw)] for data, draw, count in sources for _ in range(count)]
+        packed = pack([b[0] for b in batch], [b[1] for b in batch], pad_id)
+        logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
+        mask = packed.completion_mask * pad_rows([b[2] for b in batch], packed.completion_mask.shape[1])
+        loss = -(logp * mask).sum() / mask.sum()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(loss.item())
+        if step % 20 == 0 or step == steps - 1:
+            log.info("%s step %d/%d loss %.4f", label, step + 1, steps, loss.item())
+    return losses

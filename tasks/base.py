@@ -98,6 +98,12 @@ class Task(ABC):
         """The assistant turns of the warm-up's trajectory for `row` (the environment answers them)."""
         raise ConfigError(f"task {self.name!r} has no warm-up trajectories for agent episodes")
 
+    def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
+        """Up to `n` (messages, target) pairs for the warm-up's entity drill (`train.warmup.drill`): a
+        request under an instruction of the drill's own, and as the target only what the calls must copy
+        from it. None of them may be a held-out request."""
+        raise ConfigError(f"task {self.name!r} has no entity drill for agent episodes")
+
     def episode_vocabulary(self) -> list[str]:
         """Strings that must be single tokens when the run trains on episodes (added to `vocabulary`)."""
         return []

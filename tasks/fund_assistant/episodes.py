@@ -13,8 +13,11 @@ does not move money and says why).
 
 from __future__ import annotations
 
+import json
 import random
+import re
 from functools import partial
+from typing import Any
 
 from tasks.fund_assistant.account import num
 from tasks.fund_assistant.balance_scenarios import balance_refusal
@@ -26,6 +29,10 @@ FINAL_TOOL = "final_answer"
 
 EPISODE_KINDS = {**KINDS, "balance_refusal": balance_refusal}
 EPISODE_WEIGHTS = {**KIND_WEIGHTS, "balance_refusal": 0.14}
+
+DRILL_SYSTEM = "List the parameters of the tool calls this request needs: one JSON object per call, in order."
+"""The entity drill's instruction (`drill_target`): its own, so that the drill's short answer is never
+what the model learns to give an episode's first prompt, which starts with `AGENT_SYSTEM`."""
 
 REFUSAL_WORDS = {
     "zh": ("余额不足", "不足", "不够", "没有转", "未转", "没有提现", "未提现", "无法"),
@@ -72,10 +79,40 @@ def episode_row(sc: Scenario, sid: str) -> dict:
     }
 
 
-def episode_rows(seed: int, n: int, kinds: list[str] | None = None) -> list[dict]:
+_ENTITY_KEYS = ("ticker", "account", "from_account", "to_account", "amount", "quantity")
+
+
+def _number_forms(v: float) -> list[str]:
+    """How a request may write an amount or a quantity (slots.amount_text): 12000, 12,000, 1.2 万, 12 千, 12k."""
+    forms = {f"{v:g}", f"{v:,.0f}" if float(v).is_integer() else f"{v:,}"}
+    if v >= 1000 and v % 1000 == 0:
+        forms |= {f"{v / 10000:g} 万", f"{v / 10000:g}万", f"{v // 1000:g} 千", f"{v // 1000:g}k"}
+    return sorted(forms)
+
+
+def named_in(request: str, key: str, value: Any) -> bool:
+    """Whether the request itself names a parameter's value. Keys that are not entities (side, market)
+    follow from its meaning; an entity must be written in it, as a number or verbatim."""
+    if key not in _ENTITY_KEYS:
+        return True
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return any(re.search(rf"(?<![\d,.]){re.escape(f)}(?![\d])", request) for f in _number_forms(value))
+    return str(value) in request
+
+
+def drill_target(row: dict) -> str:
+    """The parameters of the calls whose entities the request names (not those a tool's result decides,
+    such as the holdings to sell or the balance to withdraw), as JSON objects in call order ('' when
+    none): written as the calls write them (`compact_solution`), so a drilled lookup is one a call makes."""
+    calls = [c["params"] for c in row["expected"] if c["params"]]
+    named = [p for p in calls if all(named_in(row["request"], k, v) for k, v in p.items())]
+    return " ".join(json.dumps(p, ensure_ascii=False) for p in named)
+
+
+def episode_rows(seed: int, n: int, kinds: list[str] | None = None, stream: str = "episodes") -> list[dict]:
     """`n` episodes over every kind, or over `kinds` (weighted as the multistep data, plus refusals),
-    languages alternating, no request twice."""
-    rng = random.Random(f"fund-assistant/{seed}/episodes")
+    languages alternating, no request twice; `stream` names an independent random stream of them."""
+    rng = random.Random(f"fund-assistant/{seed}/{stream}")
     kinds = [k for k in EPISODE_WEIGHTS if kinds is None or k in kinds]
     weights = [EPISODE_WEIGHTS[k] for k in kinds]
     seen: set[str] = set()

@@ -7,6 +7,7 @@ the task; LABELS.md beside this file the label policy.
 
 from __future__ import annotations
 
+import random
 from collections import defaultdict
 from collections.abc import Sequence
 from statistics import fmean
@@ -20,7 +21,7 @@ from tasks.env import run_episode
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.data import load_jsonl
 from tasks.fund_assistant.env import FundAccountEnv
-from tasks.fund_assistant.episodes import EPISODE_KINDS, episode_rows
+from tasks.fund_assistant.episodes import DRILL_SYSTEM, EPISODE_KINDS, drill_target, episode_rows
 from tasks.fund_assistant.generator import apply_seed_label_bug, generate
 from tasks.fund_assistant.prompting import SYSTEM_PROMPTS, render_prompt
 from tasks.fund_assistant.rewards import MultistepGTReward
@@ -55,6 +56,9 @@ class FundAssistantOptions(Section):
     episode_flaw: Flaw = "none"
     """The warm-up trajectories' flaw for RL to repair: `no_balance_check` skips the balance check of
     balance-conditional requests (`tasks/fund_assistant/trajectories.py`)."""
+    episode_flaw_rate: float = Field(1.0, ge=0.0, le=1.0)
+    """Share of the rows the flaw could touch whose trajectory carries it (chosen by row id, so the
+    same rows every run): 1.0, every one; below it, a log in which the check was mostly skipped."""
 
     @field_validator("episode_kinds")
     @classmethod
@@ -135,7 +139,21 @@ class FundAssistantTask(Task):
         return rows[:cut], rows[cut:]
 
     def episode_script(self, row: dict) -> list[str]:
-        return trajectory(row, self.options.episode_flaw)
+        o = self.options
+        flawed = o.episode_flaw_rate >= 1.0 or random.Random(f"{row['id']}/flaw").random() < o.episode_flaw_rate
+        return trajectory(row, o.episode_flaw if flawed else "none")
+
+    def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
+        """Requests of `n` episodes from their own random stream (a held-out request is left out, and so
+        is one whose calls take no parameters) under `DRILL_SYSTEM`, each with `drill_target`."""
+        held = {r["request"] for r in self.episode_rows()[1]}
+        drill = []
+        for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill"):
+            target = drill_target(r)
+            if target and r["request"] not in held:
+                drill.append(([{"role": "system", "content": DRILL_SYSTEM}, {"role": "user", "content": r["request"]}],
+                              target))
+        return drill
 
     def episode_corpus(self) -> list[str]:
         """Every message of the default episodes' correct and flawed trajectories, played against the

@@ -20,7 +20,8 @@ pytestmark = pytest.mark.deepspeed
 
 AGENT = ["task.options.n_episodes=40", "rollout.n=4", "train.prompts_per_step=4", "train.eval_limit=6",
          "learner.micro_batch_size=16", "train.warmup.steps=3", "train.warmup.batch_size=4", "train.progress=false",
-         "train.steps=3", "train.checkpoint_every=2", "env.max_turns=5"]
+         "train.steps=3", "train.checkpoint_every=2", "env.max_turns=5", "train.warmup.drill.steps=2",
+         "train.warmup.drill.rows=20", "train.warmup.drill.batch_size=4", "train.warmup.drill.mix=1"]
 
 
 def _script(task):
@@ -81,6 +82,7 @@ def test_the_learner_gets_whole_episodes_with_the_observations_masked(agent):
 def test_the_warm_up_plays_the_scripted_trajectories(agent):
     coord, _, _ = agent
     assert coord.info["warmup_steps"] == 3 and coord.info["warmup_rows"] == len(coord.train_rows)
+    assert coord.info["drill_steps"] == 2 and 0 < coord.info["drill_rows"] <= 20  # the entity drill came first
     assert set(coord.info["placement"]) == {"learner", "rollout"}  # the environment scores: no reward actors
     assert all("expected" in r for r in coord.train_rows)  # episode rows, not single-turn ones
 

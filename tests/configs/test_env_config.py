@@ -38,3 +38,9 @@ def test_an_agent_run_counts_no_reward_actors_against_the_cluster():
     assert resource_problems(agent, {"CPU": 2.0}) == []  # the environment scores: no reward actors start
     single = load_config("tiny-cpu", ["reward.num_actors=4", "reward.num_cpus=1"])
     assert "reward 4 x 1" in resource_problems(single, {"CPU": 2.0})[0]
+
+
+def test_the_entity_drill_is_for_agent_runs_only():
+    with pytest.raises(ConfigError, match="train.warmup.drill"):
+        load_config("tiny-cpu", ["train.warmup.drill.steps=10"])
+    assert load_config("tiny-cpu-agent", ["train.warmup.drill.steps=10"]).train.warmup.drill.steps == 10

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from safetensors.torch import load_file
 
-from learner.warmup import encode_examples, sft_warmup
+from learner.warmup import Drill, encode_examples, sft_warmup
 
 
 def _weights(tiny_paths, tmp_path, examples, name):
@@ -38,3 +38,27 @@ def test_text_examples_are_learned_whole_and_token_examples_pass_through(tiny_to
     assert c[-1] == tok.eos_token_id and m == [1] * len(c) and p == tok("user\nhi", add_special_tokens=False)["input_ids"]
     token = ([1, 2], [3, 4, 5], [1, 0, 1])
     assert encode_examples(tok, [token]) == [token]
+
+
+def test_the_drill_comes_first_and_joins_every_warm_up_batch(tiny_paths, tiny_tokenizer, tmp_path):
+    tok = tiny_tokenizer
+    examples = encode_examples(tok, [("user\nsend 500 to ACC123", '{"thought": "t"}')] * 2)
+    drill = encode_examples(tok, [("system\nlist\nuser\nsell 5 AMZN", '{"ticker": "AMZN"}'),
+                                  ("system\nlist\nuser\nsend 500", '{"amount": 500}')])
+
+    def run(name, d):
+        out = tmp_path / name
+        stats = sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out), steps=2,
+                           lr=1e-2, batch_size=2, seed=0, drill=d)
+        return stats, load_file(str(out / "model.safetensors"))
+
+    plain, w0 = run("plain", None)
+    idle, w1 = run("idle", Drill(drill, steps=0, mix=0))
+    assert all((w0[k] == w1[k]).all() for k in w0) and "drill_steps" not in idle  # no drill: the same warm-up
+    drilled, w2 = run("drilled", Drill(drill, steps=6, batch_size=2))
+    assert drilled["drill_steps"] == 6 and drilled["drill_rows"] == 2
+    assert drilled["drill_loss_last"] < drilled["drill_loss_first"]  # the drill's targets are learned
+    assert drilled["warmup_loss_first"] != plain["warmup_loss_first"]  # and it came before the warm-up
+    mixed, w3 = run("mixed", Drill(drill, steps=0, mix=1))
+    assert mixed["warmup_loss_first"] != plain["warmup_loss_first"]  # mixed into the warm-up's batches
+    assert any((w0[k] != w3[k]).any() for k in w0)

@@ -69,3 +69,16 @@ def test_an_unknown_flaw_is_refused_before_anything_starts():
 
     with pytest.raises(ConfigError, match="episode_flaw"):
         load_task(TaskConfig(options={"episode_flaw": "forgets_everything"}))
+
+
+def test_a_flaw_rate_below_one_leaves_the_rest_of_the_rows_correct():
+    options = {"n_episodes": 400, "episode_flaw": "no_balance_check", "episode_flaw_rate": 0.7}
+    task = load_task(TaskConfig(options=options))
+    rows = task.episode_rows()[0]
+    guarded = [r for r in rows if r.get("guarded")]
+    flawed = [r for r in guarded if task.episode_script(r) == trajectory(r, "no_balance_check")]
+    assert 0.6 < len(flawed) / len(guarded) < 0.8
+    assert all(task.episode_script(r) == trajectory(r) for r in guarded if r not in flawed)
+    assert all(task.episode_script(r) == trajectory(r) for r in rows if not r.get("guarded"))
+    again = load_task(TaskConfig(options=options))  # the same rows carry it every time
+    assert [again.episode_script(r) for r in guarded] == [task.episode_script(r) for r in guarded]

@@ -1,0 +1,60 @@
+"""The entity drill (`Task.episode_drill`): each request under the drill's own instruction, and as the
+target exactly the parameters its correct calls carry, written as a call writes them; no held-out
+request, no target without anything to look up."""
+
+from __future__ import annotations
+
+import json
+
+from configs.task import TaskConfig
+from tasks.base import load_task
+from tasks.fund_assistant.compact import compact_solution
+from tasks.fund_assistant.episodes import AGENT_SYSTEM, DRILL_SYSTEM, named_in
+
+
+def _task(**options):
+    return load_task(TaskConfig(options={"n_episodes": 200, **options}))
+
+
+def test_drill_targets_are_the_parameters_of_the_correct_calls():
+    task = _task()
+    drill = task.episode_drill(300)
+    assert 200 < len(drill) < 300  # requests whose calls take no parameters are left out
+    assert DRILL_SYSTEM != AGENT_SYSTEM and all(m[0] == {"role": "system", "content": DRILL_SYSTEM} for m, _ in drill)
+    objects = [json.loads(part) for _, t in drill for part in t.replace("} {", "}\n{").splitlines()]
+    assert all(o and isinstance(o, dict) for o in objects)
+    # a drilled object is byte for byte the params a call writes
+    (messages, target), = drill[:1]
+    first = json.loads(target.replace("} {", "}\n{").splitlines()[0])
+    assert json.dumps(first, ensure_ascii=False) in compact_solution("t", first, [], 1)
+    # the request names what the target copies (tickers and accounts appear verbatim)
+    for messages, target in drill:
+        for o in json.loads("[" + target.replace("} {", "}, {") + "]"):
+            for key in ("ticker", "account", "from_account", "to_account"):
+                if key in o:
+                    assert o[key] in messages[1]["content"], (messages, target)
+
+
+def test_the_drill_holds_no_held_out_request_and_is_its_own_stream():
+    task = _task()
+    held = {r["request"] for r in task.episode_rows()[1]}
+    train = {r["request"] for r in task.episode_rows()[0]}
+    drill = [m[1]["content"] for m, _ in task.episode_drill(2000)]
+    assert not held & set(drill)
+    assert len(set(drill) - train) > 0.9 * len(set(drill))  # not the training episodes again
+    assert drill == [m[1]["content"] for m, _ in _task().episode_drill(2000)]  # reproducible
+
+
+def test_the_drill_follows_the_episode_kinds():
+    task = _task(episode_kinds=["market_order"])
+    drill = task.episode_drill(100)
+    assert drill and all(t.startswith('{"market": ') for _, t in drill)
+
+
+def test_an_entity_is_named_only_as_a_request_writes_it():
+    assert named_in("先看下余额，够的话取 5万元 到银行卡", "amount", 50000)
+    assert named_in("if it covers 50k, send it", "amount", 50000) and named_in("move $12,000", "amount", 12000)
+    assert named_in("卖 500 股", "quantity", 500) and named_in("转 2 千 给", "amount", 2000)
+    assert not named_in("取 5000 元", "amount", 500) and not named_in("取 500 元", "amount", 5000)
+    assert not named_in("sell whatever is up over 15%", "ticker", "AMZN")
+    assert named_in("sell it", "side", "sell")  # not an entity: follows from the meaning
