@@ -27,7 +27,8 @@ AGENT = ["task.options.n_episodes=40", "rollout.n=4", "train.prompts_per_step=4"
 def _script(task):
     """Eval: the correct trajectory. RL steps: every other episode the flawed one (balance-conditional
     requests acted on unchecked) or a malformed turn instead of the first call: half of each group fails."""
-    flawed = load_task(task.cfg.model_copy(update={"options": {**task.cfg.options, "episode_flaw": "no_balance_check"}}))
+    flawed = load_task(task.cfg.model_copy(update={"options": {**task.cfg.options, "episode_flaw": "no_balance_check",
+                                                             "episode_flaw_rate": 1.0}}))
 
     def script(row: dict, i: int, stage) -> list[str]:
         right = task.episode_script(row)
