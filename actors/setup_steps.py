@@ -26,7 +26,10 @@ def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: 
         targets, examples = rows, trajectory_examples(cfg, task, tokenizer, rows)
         d = w.drill
         if d.steps or d.mix:
-            drill = Drill(drill_examples(task, tokenizer, d.rows), d.steps, d.batch_size, d.mix)
+            drilled = drill_examples(task, tokenizer, d.rows)
+            if not drilled:
+                raise ValueError(f"train.warmup.drill: task {task.name!r} gave no drill rows out of {d.rows}")
+            drill = Drill(drilled, d.steps, d.batch_size, d.mix)
     else:
         targets = task.warmup_rows(rows)
         examples = [(task.render_prompt(tokenizer, r), r["solution"]) for r in targets]

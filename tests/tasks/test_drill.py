@@ -58,3 +58,28 @@ def test_an_entity_is_named_only_as_a_request_writes_it():
     assert not named_in("取 5000 元", "amount", 500) and not named_in("取 500 元", "amount", 5000)
     assert not named_in("sell whatever is up over 15%", "ticker", "AMZN")
     assert named_in("sell it", "side", "sell")  # not an entity: follows from the meaning
+
+
+def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, monkeypatch):
+    import pytest
+
+    from actors.setup_steps import run_warmup
+    from configs.loader import load_config
+
+    cfg = load_config("tiny-cpu-agent")
+    task = load_task(cfg.task)
+    monkeypatch.setattr(task, "episode_drill", lambda n: [])
+    with pytest.raises(ValueError, match="train.warmup.drill: task 'fund_assistant' gave no drill rows out of 5000"):
+        run_warmup(cfg, task, None, tiny_tokenizer, [], ("base", "tok", "out"))
+
+
+def test_drill_rows_are_rendered_as_an_episode_prompt_and_learned_whole(tiny_tokenizer):
+    from actors.agent_loop import first_prompt_ids
+    from actors.setup_steps import drill_examples
+
+    tok = tiny_tokenizer
+    task = _task()
+    (prompt, target, mask), = drill_examples(task, tok, 1)
+    (messages, text), = task.episode_drill(1)
+    assert prompt == first_prompt_ids(tok, messages) and target[-1] == tok.eos_token_id and mask == [1] * len(target)
+    assert tok.decode(target[:-1]) == text
