@@ -72,11 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     mc, agent = cfg.model, cfg.env.enabled
-    if agent:  # an agent run's tiny tokenizer also learned the episodes' text (as AgentCoordinator builds it)
-        paths = resolve_model(mc, lambda: task.corpus() + task.episode_corpus(),
-                              task.vocabulary() + task.episode_vocabulary())
-    else:
-        paths = resolve_model(mc, task.corpus, task.vocabulary())
+    paths = resolve_model(mc, *task.tokenizer_text(episodes=agent))  # the run's own tokenizer
     base = args.base or _adapter_base(args.adapter) or str(paths.model_dir)
     held = task.episode_rows()[1] if agent else task.rows()[1]
     rows = task.load_rows(args.data) if args.data else held

@@ -45,12 +45,6 @@ class AgentCoordinator(Coordinator):
     def _rows(self) -> tuple[list[dict], list[dict]]:
         return self.task.episode_rows()
 
-    def _corpus(self) -> list[str]:
-        return self.task.corpus() + self.task.episode_corpus()
-
-    def _vocabulary(self) -> list[str]:
-        return self.task.vocabulary() + self.task.episode_vocabulary()
-
     def _probe(self) -> tuple[list[int], list[int]]:
         """The first scripted turn of the first held-out episode: what every push is checked with."""
         (prompt, completion, _), = trajectory_examples(self.cfg, self.task, self.tokenizer, (self.eval_rows or self.train_rows)[:1])

@@ -87,7 +87,7 @@ class Coordinator:
         if left:
             self.run.event("checkpoint_leftovers_removed", paths=[p.name for p in left])
         self.train_rows, self.eval_rows = self._rows()
-        paths = resolve_model(self.cfg.model, self._corpus, self._vocabulary())
+        paths = resolve_model(self.cfg.model, *self.task.tokenizer_text(episodes=self.cfg.env.enabled))
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)
         from transformers import AutoTokenizer
 
@@ -116,12 +116,6 @@ class Coordinator:
 
     def _rows(self) -> tuple[list[dict], list[dict]]:
         return self.task.rows()
-
-    def _corpus(self) -> list[str]:
-        return self.task.corpus()
-
-    def _vocabulary(self) -> list[str]:
-        return self.task.vocabulary()
 
     def _probe(self) -> tuple[list[int], list[int]]:
         return probe_sequence(self.task, self.tokenizer, self.eval_rows or self.train_rows)

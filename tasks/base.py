@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -112,6 +112,13 @@ class Task(ABC):
         """The episodes' text (system prompt, turns, observations), added to `corpus` for a tiny model's
         tokenizer when the run trains on episodes."""
         return []
+
+    def tokenizer_text(self, episodes: bool = False) -> tuple[Callable[[], list[str]], list[str]]:
+        """What a tiny model's tokenizer is built from (`models.tiny.resolve_model`): the text, called only
+        when it is built, and the strings that must be single tokens; a run on episodes adds theirs."""
+        if episodes:
+            return (lambda: self.corpus() + self.episode_corpus()), self.vocabulary() + self.episode_vocabulary()
+        return self.corpus, self.vocabulary()
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
         """The reward functions' keyword columns for `rows` (one list per label column present)."""
