@@ -46,7 +46,7 @@ AGENT_SYSTEM = (
 )
 
 
-def _amount_phrases(x: float) -> list[str]:
+def amount_phrases(x: float) -> list[str]:
     """An amount as the answer may write it: 12000, 12,000, 12000.5, 12,000.50."""
     return sorted({num(x, "zh"), num(x, "en"), f"{x:g}"})
 
@@ -56,11 +56,15 @@ def outcome_phrases(sc: Scenario) -> list[str]:
     call's amount or ticker. Empty when the last call carries neither (nothing to check)."""
     if sc.kind == "balance_refusal":
         return list(REFUSAL_WORDS[sc.lang])
-    last = sc.steps[-1].params
-    if "amount" in last:
-        return _amount_phrases(float(last["amount"]))
-    if "ticker" in last:
-        return [str(last["ticker"])]
+    return stated(sc.steps[-1].params)
+
+
+def stated(params: dict) -> list[str]:
+    """How an answer may state what a call did: its amount, else its ticker (nothing for neither)."""
+    if "amount" in params:
+        return amount_phrases(float(params["amount"]))
+    if "ticker" in params:
+        return [str(params["ticker"])]
     return []
 
 
@@ -84,7 +88,7 @@ _ENTITY_KEYS = ("ticker", "account", "from_account", "to_account", "amount", "qu
 
 def _number_forms(v: float) -> list[str]:
     """How a request may write an amount or a quantity (slots.amount_text): 12000, 12,000, 1.2 万, 12 千, 12k."""
-    forms = set(_amount_phrases(float(v)))
+    forms = set(amount_phrases(float(v)))
     if v >= 1000 and v % 1000 == 0:
         forms |= {f"{v / 10000:g} 万", f"{v / 10000:g}万", f"{v // 1000:g} 千", f"{v // 1000:g}k"}
     return sorted(forms)

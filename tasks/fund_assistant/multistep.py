@@ -62,6 +62,7 @@ def market_order(rng: random.Random, lang: str, length: int | None = None) -> Sc
     }.get(branch)
     name = MARKET_NAME[lang][m]
     run = Run("market_order", lang, req, acct)
+    run.sc.guarded = {"tool": "place_order", "params": order}
     then = describe("place_order", order, lang)
     other = describe(*fallback, lang) if fallback else None
     run.step(
@@ -208,6 +209,7 @@ def settle_withdraw(rng: random.Random, lang: str, length: int | None = None) ->
     hist, wd = {"ticker": ticker}, {"amount": money(sale.amount)}
     lag, when = SETTLE_LAG[market_of(ticker)], day_name(sale.settle_day, acct.today, lang)
     run = Run("settle_withdraw", lang, req, acct)
+    run.sc.guarded = {"tool": "withdraw_funds", "params": wd}
     then, other = describe("withdraw_funds", wd, lang), describe("check_balance", {}, lang)
     run.step(
         "get_transaction_history",

@@ -32,6 +32,11 @@ from tasks.fund_assistant.trajectories import Flaw, trajectory
 GT_REASONING_MAX = 0.3  # the ground-truth reward's reasoning part is worth at most 0.3
 
 
+def _draw(row: dict, flaw: str) -> float:
+    """A row's fixed draw for a flaw (the first flaw's key kept its old name, so its rows stay the same)."""
+    return random.Random(f"{row['id']}/flaw" if flaw == "no_balance_check" else f"{row['id']}/flaw/{flaw}").random()
+
+
 class FundAssistantOptions(Section):
     """`task.options` of the fund assistant."""
 
@@ -53,12 +58,14 @@ class FundAssistantOptions(Section):
     """Agent episodes to generate (`env.enabled`), split by `eval_fraction`."""
     episode_kinds: list[str] | None = None
     """Only these kinds of episodes (`tasks/fund_assistant/episodes.py`); None: every kind."""
-    episode_flaw: Flaw = "none"
-    """The warm-up trajectories' flaw for RL to repair: `no_balance_check` skips the balance check of
-    balance-conditional requests (`tasks/fund_assistant/trajectories.py`)."""
+    episode_flaw: Flaw | list[Flaw] = "none"
+    """The warm-up trajectories' flaw, or flaws, for RL to repair: `no_balance_check` skips the balance
+    check of balance-conditional requests, `unsettled_withdraw` withdraws a sale's proceeds whether or
+    not they settled, `terse_answer` answers "done" without the outcome
+    (`tasks/fund_assistant/trajectories.py`)."""
     episode_flaw_rate: float = Field(1.0, ge=0.0, le=1.0)
-    """Share of the rows the flaw could touch whose trajectory carries it (chosen by row id, so the
-    same rows every run): 1.0, every one; below it, a log in which the check was mostly skipped."""
+    """Share of the rows a flaw could touch whose trajectory carries it (chosen by row id and flaw, so
+    the same rows every run): 1.0, every one; below it, a log in which the fault was frequent."""
 
     @field_validator("episode_kinds")
     @classmethod
@@ -140,8 +147,8 @@ class FundAssistantTask(Task):
 
     def episode_script(self, row: dict) -> list[str]:
         o = self.options
-        flawed = o.episode_flaw_rate >= 1.0 or random.Random(f"{row['id']}/flaw").random() < o.episode_flaw_rate
-        return trajectory(row, o.episode_flaw if flawed else "none")
+        flaws = [o.episode_flaw] if isinstance(o.episode_flaw, str) else o.episode_flaw
+        return trajectory(row, [f for f in flaws if o.episode_flaw_rate >= 1.0 or _draw(row, f) < o.episode_flaw_rate])
 
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Requests of `n` episodes from their own random stream (a held-out request is left out, and so
@@ -156,8 +163,10 @@ class FundAssistantTask(Task):
         return drill
 
     def episode_corpus(self) -> list[str]:
-        """Every message of the default episodes' correct and flawed trajectories, played against the
-        account (`role\ncontent`, as in `corpus`)."""
+        """Every message of the default episodes' correct trajectories and of the balance-skipping ones,
+        played against the account (`role\ncontent`, as in `corpus`). The other flaws' turns are made
+        of the same pieces (a call the correct trajectory of another request makes), so they are left
+        out and leave the tokenizer as it was."""
         texts = []
         for row in episode_rows(self.cfg.seed, FundAssistantOptions().n_episodes):
             for flaw in ("none", "no_balance_check"):

@@ -13,6 +13,7 @@ from cluster.backend import LocalBackend
 from configs.loader import load_config
 from observe.schema import lookup
 from tasks.base import load_task
+from tasks.fund_assistant.trajectories import touched_by
 from tests.actors.scripted_worker import scripted_worker
 from tests.actors.test_coordinator import RecordingLearner
 
@@ -34,7 +35,7 @@ def _script(task):
         right = task.episode_script(row)
         if stage == "eval" or i % 2 == 0:
             return right
-        return flawed.episode_script(row) if row.get("guarded") else ["not json", *right[1:]]
+        return flawed.episode_script(row) if touched_by(row) == "no_balance_check" else ["not json", *right[1:]]
 
     return script
 
