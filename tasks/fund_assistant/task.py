@@ -60,8 +60,8 @@ class FundAssistantOptions(Section):
     """Only these kinds of episodes (`tasks/fund_assistant/episodes.py`); None: every kind."""
     episode_flaw: Flaw | list[Flaw] = "none"
     """The warm-up trajectories' flaw, or flaws, for RL to repair: `no_balance_check` skips the balance
-    check of balance-conditional requests, `unsettled_withdraw` withdraws a sale's proceeds whether or
-    not they settled, `terse_answer` answers "done" without the outcome
+    check of balance-conditional requests, `no_market_check` the market check before an order,
+    `unsettled_withdraw` withdraws a sale's proceeds whether or not they settled
     (`tasks/fund_assistant/trajectories.py`)."""
     episode_flaw_rate: float = Field(1.0, ge=0.0, le=1.0)
     """Share of the rows a flaw could touch whose trajectory carries it (chosen by row id and flaw, so

@@ -41,7 +41,6 @@ from tasks.fund_assistant.compact import compact_solution
 from tasks.fund_assistant.episodes import FINAL_TOOL, stated
 
 Flaw = Literal["none", "no_balance_check", "no_market_check", "unsettled_withdraw"]
-FLAWS: tuple[Flaw, ...] = ("no_balance_check", "no_market_check", "unsettled_withdraw")
 _CHECK: dict[str, Flaw] = {  # the first step of a conditional request → the flaw that touches it
     "check_balance": "no_balance_check",
     "check_market_status": "no_market_check",
