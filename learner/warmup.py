@@ -115,8 +115,7 @@ def sft_warmup(
         drawn = epoch_sampler(len(drill.examples), rng)
         extra = [(drill.examples, drawn, drill.mix)]
         losses = train(drill.steps, [(drill.examples, drawn, drill.batch_size)], "drill")
-        stats = {"drill_steps": drill.steps, "drill_rows": len(drill.examples),
-                 "drill_loss_first": losses[0] if losses else None, "drill_loss_last": losses[-1] if losses else None}
+        stats = {"drill_steps": drill.steps, "drill_rows": len(drill.examples), **_ends("drill", losses)}
     else:
         extra = []
     data = encode_examples(tok, examples)
@@ -126,12 +125,16 @@ def sft_warmup(
     model.save_pretrained(out_dir)
     return {
         "warmup_steps": steps,
-        "warmup_loss_first": losses[0] if losses else None,
-        "warmup_loss_last": losses[-1] if losses else None,
+        **_ends("warmup", losses),
         "warmup_seconds": time.perf_counter() - t0,
         "warmup_rows": len(examples),
         **stats,
     }
+
+
+def _ends(name: str, losses: list[float]) -> dict:
+    """The first and last loss of a stage (None when it took no step)."""
+    return {f"{name}_loss_first": losses[0] if losses else None, f"{name}_loss_last": losses[-1] if losses else None}
 
 
 def _steps(model, opt, pad_id: int, steps: int, sources: list[tuple[list[TokenExample], Iterator[int], int]],
