@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from configs.base import Section
+from configs.train import SEED_MAX
 
 
 class TinyModelConfig(Section):
@@ -26,8 +27,17 @@ class TinyModelConfig(Section):
     """Target size of the byte-level BPE trained on the task's own text."""
     max_position_embeddings: int = Field(1024, ge=128)
     """Longest sequence the model accepts."""
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=SEED_MAX)
     """Seed of the random initial weights (the build is deterministic)."""
+
+    @model_validator(mode="after")
+    def _kv_heads_divide_heads(self) -> TinyModelConfig:
+        # Grouped-query attention shares each key/value head among num_heads / num_kv_heads query heads;
+        # Qwen2 (transformers and vLLM) cannot split the query heads unevenly and fails at build time.
+        if self.num_heads % self.num_kv_heads:
+            raise ValueError(f"model.tiny.num_heads ({self.num_heads}) must be a multiple of "
+                             f"model.tiny.num_kv_heads ({self.num_kv_heads}) for grouped-query attention")
+        return self
 
 
 class LoraConfig(Section):
@@ -39,8 +49,10 @@ class LoraConfig(Section):
     """LoRA alpha (the field report's 7B run: 32); the update is scaled by alpha / r."""
     dropout: float = Field(0.0, ge=0.0, lt=1.0)
     """Dropout on the LoRA input; 0 keeps old/new logprobs comparable."""
-    target_modules: list[str] = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-    """Linear layers that get an adapter."""
+    target_modules: list[str] = Field(
+        default=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"], min_length=1
+    )
+    """Linear layers that get an adapter (at least one: without any there is nothing to train)."""
 
 
 class ModelConfig(Section):

@@ -56,5 +56,5 @@ class RolloutConfig(Section):
     """KV cache size; vLLM on CPU refuses to start without one."""
     gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0)
     """Fraction of GPU memory vLLM may take (GPU only)."""
-    eval_temperature: float = Field(0.0, ge=0.0)
-    """Temperature for evaluation (0 = greedy)."""
+    eval_temperature: float = Field(0.0, ge=0.0, le=3.0)
+    """Temperature for evaluation (0 = greedy; at most 3, as `temperature`)."""

@@ -13,7 +13,7 @@ from configs.model import ModelConfig
 from configs.reward import RewardConfig
 from configs.rollout import RolloutConfig
 from configs.task import TaskConfig
-from configs.train import TrainConfig
+from configs.train import MAX_SAMPLES_PER_STEP, TrainConfig
 
 
 class Config(Section):
@@ -39,7 +39,7 @@ class Config(Section):
     """How the job meets Ray."""
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> "Config":
+    def _cross_checks(self) -> Config:
         if self.rollout.max_tokens >= self.rollout.max_model_len:
             raise ValueError(
                 f"rollout.max_tokens ({self.rollout.max_tokens}) must be below rollout.max_model_len "
@@ -51,11 +51,65 @@ class Config(Section):
             raise ValueError("train.warmup.drill: the entity drill is for agent episodes; set env.enabled")
         if self.model.name == "tiny":
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
+            if self.model.tiny.hidden_size % self.model.tiny.num_heads:
+                raise ValueError(f"model.tiny.hidden_size ({self.model.tiny.hidden_size}) "
+                                 f"must be a multiple of model.tiny.num_heads ({self.model.tiny.num_heads})")
             if head not in (32, 64, 80, 96, 112, 128, 160, 192, 224, 256):
                 raise ValueError(
                     f"model.tiny: hidden_size/num_heads = {head}, but vLLM needs a head size of 32, 64, 80, …"
                 )
+        self._size_checks()
+        self._input_checks()
         return self
+
+    def _size_checks(self) -> None:
+        """Sizes that only fail once roles run (a step's shaping, the engine's start, memory):
+        refused here."""
+        ov, ro = self.algorithm.overlong, self.rollout
+        if ov.enabled and ov.max_len is None:
+            # The penalty ramp is the last `buffer` tokens before max_len (algo.shaping.overlong_penalty needs
+            # 0 <= buffer <= max_len); without algorithm.overlong.max_len, max_len is a single-turn
+            # completion's rollout.max_tokens, or an episode's env.max_turns x rollout.max_tokens.
+            ramp_end, what = ro.max_tokens, f"rollout.max_tokens ({ro.max_tokens})"
+            if self.env.enabled:
+                ramp_end = self.env.max_turns * ro.max_tokens
+                what = f"env.max_turns x rollout.max_tokens ({ramp_end})"
+            if ov.buffer > ramp_end:
+                raise ValueError(f"algorithm.overlong.buffer ({ov.buffer}) must be at most {what}, where the "
+                                 "overlong penalty reaches -1; "
+                                 "lower the buffer or set algorithm.overlong.max_len")
+        if self.model.name == "tiny" and ro.max_model_len > self.model.tiny.max_position_embeddings:
+            # vLLM refuses an engine longer than the model's positions (a named model: checked in preflight).
+            raise ValueError(f"rollout.max_model_len ({ro.max_model_len}) must be at most "
+                             "model.tiny.max_position_embeddings "
+                             f"({self.model.tiny.max_position_embeddings}), "
+                             "the tiny model's context")
+        if ro.tensor_parallel_size > 1 and ro.num_gpus == 0 and ro.distributed_executor_backend != "mp":
+            # vLLM's CPU platform has no Ray executor, and inside the worker's placement group vLLM would
+            # pick Ray by default ("current platform cpu does not support ray").
+            raise ValueError(f"rollout.tensor_parallel_size ({ro.tensor_parallel_size}) > 1 on CPU "
+                             f"(rollout.num_gpus 0) needs rollout.distributed_executor_backend=mp (got "
+                             f"{ro.distributed_executor_backend}): "
+                             "vLLM on CPU runs tensor parallelism only with mp")
+        samples = self.train.prompts_per_step * ro.n
+        if samples > MAX_SAMPLES_PER_STEP:
+            raise ValueError(f"train.prompts_per_step ({self.train.prompts_per_step}) x rollout.n ({ro.n}) = "
+                             f"{samples} samples a step; at most {MAX_SAMPLES_PER_STEP} are allowed")
+
+    def _input_checks(self) -> None:
+        """Inputs that would be ignored, leaving a run that trains on nothing or not on what was given."""
+        if not self.env.enabled and not self.reward.functions:
+            # Single-turn rewards are the weighted sum of reward.functions: none would train on all-zero
+            # rewards (agent episodes are scored by the environment and use none).
+            raise ValueError("reward.functions is empty: single-turn completions need at least one reward "
+                             "function (e.g. [{name: gt}]); "
+                             "only agent episodes (env.enabled) are scored without")
+        files = [k for k in ("train_file", "eval_file") if getattr(self.task, k)]
+        if self.env.enabled and files:
+            # Agent episodes play the task's episode_rows (its own generator); data files are never read.
+            raise ValueError(f"{' and '.join(f'task.{k}' for k in files)}: agent episodes (env.enabled) "
+                             "play the task's generated episodes and read no data file; "
+                             "drop the file or set env.enabled=false")
 
     def _episode_checks(self) -> None:
         """What agent episodes do not combine with (yet): refused before anything starts."""

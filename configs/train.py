@@ -8,6 +8,16 @@ from pydantic import Field
 
 from configs.base import Section
 
+# Every seed key's upper bound. train.seed + a worker's index (below 1024) becomes the vLLM engine's seed,
+# which vLLM hands to np.random.seed (0 <= seed < 2**32); the step seed train.seed * 100_003 + step must
+# fit torch's 64-bit seed. 2**31 - 1 satisfies both, and any 32-bit consumer a task may have.
+SEED_MAX = 2**31 - 1
+
+# One step's samples (train.prompts_per_step x rollout.n) are generated, scored and shipped to the learner
+# as one batch, all held in memory at once. The field report's 7B run uses 256 a step; 65536 is 256 times
+# that, far past any useful batch, and stops a typo (1e9 prompts) before it becomes an out-of-memory crash.
+MAX_SAMPLES_PER_STEP = 65536
+
 
 class DrillConfig(Section):
     """Agent runs (`env.enabled`): the task's entity drill before the warm-up proper. A drill row is a
@@ -53,9 +63,9 @@ class TrainConfig(Section):
     steps: int = Field(100, ge=0)
     """RL steps (each: generate → score → learn → push)."""
     prompts_per_step: int = Field(16, ge=1)
-    """Prompts per step; each is sampled `rollout.n` times."""
-    seed: int = 0
-    """Seed of prompt order, sampling and initialisation."""
+    """Prompts per step; each is sampled `rollout.n` times (at most MAX_SAMPLES_PER_STEP samples in all)."""
+    seed: int = Field(0, ge=0, le=SEED_MAX)
+    """Seed of prompt order, sampling and initialisation (0 to 2**31 - 1)."""
     sampling: Literal["shuffle", "balanced", "adaptive"] = "shuffle"
     """`shuffle`: epochs over the rows in random order; `balanced`: each prompt's category drawn
     uniformly, then a row of it (every category gets equal RL attention whatever its share);
@@ -91,6 +101,10 @@ class TrainConfig(Section):
     resume: str = Field("auto", min_length=1)
     """`auto`: a run whose run_name has a complete checkpoint continues from the newest one (without
     one it starts over); `never`: refuse to reuse a run_name; or the path of a checkpoint folder."""
+    resume_trusted_dirs: list[str] = Field(default_factory=list)
+    """Folders besides the run root (train.run_dir) whose checkpoints `resume` may name. Resuming loads
+    pickled files, i.e. runs code: list only folders no one else can write to. Wherever it is, the
+    checkpoint and its run folder must belong to you and be writable by no one else."""
     max_restarts: int = Field(3, ge=0, le=1000)
     """Replacements of dead or hung roles (rollout workers, learner group) the run may make; past it
     the run stops after a final checkpoint, naming the role, its node and the cause."""
