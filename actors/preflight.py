@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from actors.checkpoints import MARKER, CheckpointStore
+from actors.checkpoints import MARKER, CheckpointStore, step_of, trust_problems
 from configs.root import Config
 
 # Files of a run that a fresh start replaces (a run that never reached a complete checkpoint).
@@ -29,6 +30,11 @@ class PreflightError(Exception):
         super().__init__("\n".join(lines))
         self.lines = lines
 
+    def __reduce__(self):
+        # Pickled (by Ray, by multiprocessing) it must be rebuilt from its lines: BaseException's default
+        # would call cls(message) and split the message into characters.
+        return type(self), (self.lines,), self.__dict__
+
 
 @dataclass
 class Plan:
@@ -42,7 +48,10 @@ def preflight(cfg: Config, run_dir: Path) -> Plan:
     problems: list[str] = []
     plan = Plan(run_dir, None)
     try:
-        plan = resume_plan(cfg.train.resume, run_dir)
+        from cluster.runtime import run_root
+
+        plan = resume_plan(cfg.train.resume, run_dir, run_root(cfg.train.run_dir),
+                           cfg.train.resume_trusted_dirs)
         if plan.resume is not None:
             problems += config_changes(cfg, plan.run_dir)
     except PreflightError as e:
@@ -55,22 +64,65 @@ def preflight(cfg: Config, run_dir: Path) -> Plan:
     return plan
 
 
-def resume_plan(mode: str, run_dir: Path) -> Plan:
+def resume_plan(mode: str, run_dir: Path, root: Path, trusted: Sequence[str] = ()) -> Plan:
     """`auto`: continue from the run's newest complete checkpoint (none: start over); `never`: the run
-    must be new; else a checkpoint folder, whose run it continues."""
+    must be new; else a checkpoint folder, whose run it continues.
+
+    Resuming unpickles the checkpoint's torch files, which can run any code, so a checkpoint is taken
+    only from where the user alone writes: resolved (links followed), it must lie under the run root
+    `root` or one of the `trusted` folders (train.resume_trusted_dirs), be named `step_NNNNN` inside a
+    run's `checkpoints` folder, and it, its files and its run folder must belong to the current user
+    and be writable by no one else (actors.checkpoints.trust_problems)."""
     exists = (run_dir / "config.json").exists()
     if mode == "never":
         if exists:
             raise PreflightError([f"train.resume=never: run {run_dir.name!r} exists ({run_dir}); choose another "
                                   "train.run_name, or set train.resume=auto to continue it"])
         return Plan(run_dir, None)
+    roots = [Path(root).expanduser().resolve()] + [Path(t).expanduser().resolve() for t in trusted]
     if mode == "auto":
-        return Plan(run_dir, CheckpointStore(run_dir).latest() if exists else None)
+        newest = CheckpointStore(run_dir).latest() if exists else None
+        if newest is None:
+            return Plan(run_dir, None)
+        path = newest.resolve()
+        # The run folder's own checkpoints/ (not resolved: a linked checkpoints/ leads elsewhere).
+        if path.parent != run_dir.resolve() / "checkpoints":
+            raise PreflightError([(f"train.resume=auto: the newest checkpoint {newest} leads to {path}, "
+                                   "outside the run's checkpoints folder; remove the link, "
+                                   "or start a new run (another train.run_name)")])
+        _inside(path, roots, "train.resume=auto")
+        _trusted(path, "train.resume=auto")
+        return Plan(run_dir, path)
     path = Path(mode).expanduser().resolve()
     if not (path / MARKER).exists() or not (path / "coordinator.json").exists():
         raise PreflightError([f"train.resume: {path} is not a complete checkpoint folder (one with {MARKER} "
                               "and coordinator.json, e.g. runs/<run>/checkpoints/step_00010)"])
+    if step_of(path.name) is None or path.parent.name != "checkpoints":
+        raise PreflightError([(f"train.resume: {path} is not named like a checkpoint folder "
+                               "(<run>/checkpoints/step_NNNNN, as training writes it)")])
+    _inside(path, roots, "train.resume")
+    _trusted(path, "train.resume")
     return Plan(path.parent.parent, path)
+
+
+def _inside(checkpoint: Path, roots: list[Path], key: str) -> None:
+    if any(checkpoint.parent.parent.is_relative_to(r) for r in roots):
+        return
+    trusted = f" and train.resume_trusted_dirs ({', '.join(map(str, roots[1:]))})" if roots[1:] else ""
+    raise PreflightError([(f"{key}: {checkpoint} is outside the run root {roots[0]}{trusted}; resuming loads "
+                           "pickled files, which can run code: copy the run under the run root "
+                           "(train.run_dir), or add the folder that holds it to train.resume_trusted_dirs "
+                           "if no one else can write there")])
+
+
+def _trusted(checkpoint: Path, key: str) -> None:
+    problems = trust_problems(checkpoint, checkpoint.parent.parent)
+    if problems:
+        # One line per problem (train.py prefixes each with "error: "), then what to do.
+        raise PreflightError([f"{key}: {p}" for p in problems] + [(
+            f"{key}: refusing to load {checkpoint}: resuming unpickles its files, which can run code, so the "
+            "checkpoint and its run folder must belong to you and be writable by no one else; "
+            "if you wrote it, fix it (chown -R, chmod -R go-w on the run folder), else start a new run")])
 
 
 # Keys a resumed run may change: how long it runs, how it is watched and where it runs.
@@ -157,6 +209,13 @@ def _task(cfg: Config) -> list[str]:
         return [f"task data: {e}"]
     if not train:
         return ["task: no training rows"]
+    if cfg.train.sampling == "adaptive":
+        from actors.data_stream import adaptive_values
+
+        try:
+            adaptive_values(train, cfg.train.adaptive_by)
+        except ValueError as e:
+            return [str(e)]
     return _prompt_lengths(cfg, task, train + held)
 
 
@@ -171,6 +230,8 @@ def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:
         tok = AutoTokenizer.from_pretrained(str(paths.tokenizer_dir))
     except OSError as e:
         return [f"model.name: cannot load the tokenizer of {cfg.model.tokenizer or cfg.model.name} offline ({e})"]
+    if context := _model_context(cfg, paths):
+        return context
     limit = cfg.rollout.max_model_len - cfg.rollout.max_tokens
     lengths = [len(tok(task.render_prompt(tok, r), add_special_tokens=False)["input_ids"]) for r in rows]
     too_long = [i for i, n in enumerate(lengths) if n > limit]
@@ -180,6 +241,36 @@ def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:
     return [f"rollout.max_model_len: {len(too_long)} prompts do not leave rollout.max_tokens="
             f"{cfg.rollout.max_tokens} tokens to answer in {cfg.rollout.max_model_len} (the longest has "
             f"{lengths[worst]} tokens: {rows[worst]['prompt'][:60]!r}); raise rollout.max_model_len"]
+
+
+def _model_context(cfg: Config, paths) -> list[str]:
+    """rollout.max_model_len against the model's context: `max_position_embeddings` of the config.json in
+    the model's folder, or of a hub id in the offline Hugging Face cache. vLLM refuses a longer engine, but
+    only once a worker starts. Without a config.json, or with rope scaling (which vLLM extends the context
+    by), the check is left to vLLM."""
+    import json
+
+    file = Path(paths.model_dir) / "config.json"
+    if not file.is_file():
+        from huggingface_hub import try_to_load_from_cache
+
+        try:
+            found = try_to_load_from_cache(str(paths.model_dir), "config.json")
+        except ValueError:  # neither a folder nor a hub id: nothing to read
+            return []
+        if not isinstance(found, str):
+            return []
+        file = Path(found)
+    try:
+        conf = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    conf = (conf.get("text_config") or conf) if isinstance(conf, dict) else {}  # multimodal: the text model's
+    context = conf.get("max_position_embeddings")
+    if not isinstance(context, int) or conf.get("rope_scaling") or cfg.rollout.max_model_len <= context:
+        return []
+    return [(f"rollout.max_model_len ({cfg.rollout.max_model_len}) must be at most the model's context "
+             f"(max_position_embeddings {context} in {file}); lower rollout.max_model_len")]
 
 
 def resource_problems(cfg: Config, total: dict[str, float]) -> list[str]:
