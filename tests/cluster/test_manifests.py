@@ -310,10 +310,11 @@ def test_placement_model_refuses_a_cluster_that_is_too_small():
 
 # ---- the two clusters agree with each other ---------------------------------------------------------
 def _rayjob_containers() -> list[dict]:
+    """Every container of the RayJob: the cluster's pods and the submitter pod."""
     out = []
     for pod, _ in _pod_specs(_rayjob()).values():
         out += pod.get("initContainers", []) + pod["containers"]
-    return out
+    return out + _rayjob()["spec"]["submitterPodTemplate"]["spec"]["containers"]
 
 
 def test_launcher_and_rayjob_use_the_same_image():
@@ -367,3 +368,84 @@ def test_both_clusters_fetch_the_presets_base_model():
     assert any(f"hf download {model}" in c for c in _launcher()["head_setup_commands"])
     (fetch,) = [c for c in _rayjob_containers() if "hf download" in " ".join(c.get("command", []))]
     assert f"hf download {model}" in " ".join(fetch["command"])
+
+
+# ---- no world-writable storage, tokens from the Secret ------------------------------------------------
+def _world_writable(text: str) -> list[str]:
+    """Modes in shell commands (chmod, mkdir/install -m, umask) and YAML mode keys that let everyone
+    write: a shared folder others can write to lets them plant checkpoints, which are pickled code."""
+    found = []
+    for m in re.finditer(r"\bchmod\s+(?:-\w+\s+)*([0-7]{3,4}|[ugoa]*[+=][rwxXst]*)", text):
+        mode = m.group(1)
+        octal = mode.isdigit() and int(mode, 8) & 0o002
+        symbolic = not mode.isdigit() and "w" in mode and (re.match(r"[ugo]*[ao]", mode) or mode[0] in "+=")
+        if octal or symbolic:
+            found.append(m.group(0))
+    for m in re.finditer(r"(?:\s-m\s*|--mode[= ])([0-7]{3,4})\b", text):
+        if int(m.group(1), 8) & 0o002:
+            found.append(m.group(0).strip())
+    for m in re.finditer(r"\bumask\s+([0-7]{3,4})\b", text):
+        if not int(m.group(1), 8) & 0o002:
+            found.append(m.group(0))
+
+    def walk(node):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if k in ("mode", "defaultMode") and isinstance(v, int) and v & 0o002:
+                    found.append(f"{k}: {v:o}")
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for doc in yaml.safe_load_all(text):
+        walk(doc)
+    return found
+
+
+@pytest.mark.parametrize("path", [LAUNCHER, RAYJOB], ids=["launcher", "kuberay"])
+def test_no_world_writable_mode_in_the_cluster_files(path):
+    assert _world_writable(path.read_text()) == []
+
+
+def test_the_world_writable_check_finds_what_it_looks_for():
+    for bad in ("sudo chmod 1777 /mnt/shared", "chmod -R 0777 x", "chmod a+w x", "chmod o+rwx x",
+                "chmod +w x", "mkdir -p -m 777 /mnt/shared/runs", "install -d --mode=0777 x", "umask 000",
+                "volumes: [{name: s, secret: {secretName: x, defaultMode: 0777}}]"):
+        assert _world_writable(bad), bad
+    for good in ("chmod 0750 /mnt/shared", "chmod 1770 x", "chmod u+w x", "chmod go-w x", "mkdir -m 0750 x",
+                 "umask 022", "items: [{key: k, path: p, mode: 0640}]"):
+        assert not _world_writable(good), good
+
+
+def test_launcher_makes_the_shared_mount_the_containers_own():
+    (init,) = _launcher()["initialization_commands"]
+    # After the mount, and also when it was mounted before (outside the `mountpoint -q ... ||` guard):
+    # owned by root, which the containers run as (the Dockerfile sets no USER), mode 0750.
+    assert re.search(rf"\)\s*&&\s*sudo chown 0:0 {SHARED} && sudo chmod 0750 {SHARED}$", init), init
+    assert not re.search(r"^USER\b", DOCKERFILE.read_text(), re.MULTILINE)
+    assert all("-m 0750" in c for c in _launcher()["setup_commands"] if f"mkdir -p {SHARED}" in c)
+
+
+def test_rayjob_submitter_gets_the_clusters_token_from_the_secret():
+    job = _rayjob()
+    submitter_pod = job["spec"]["submitterPodTemplate"]["spec"]
+    assert submitter_pod["restartPolicy"] == "Never"  # a Kubernetes Job's pod; KubeRay retries nothing
+    submitter = submitter_pod["containers"][0]  # KubeRay takes the first container as the submitter
+    assert "command" not in submitter  # KubeRay writes `ray job submit ... -- <entrypoint>` itself
+    env = {e["name"]: e for e in submitter["env"]}
+    assert env["RAY_AUTH_MODE"]["value"] == "token"
+    head = _pod_specs(job)["head"][0]["containers"][0]
+    head_token = {e["name"]: e for e in head["env"]}["RAY_AUTH_TOKEN"]
+    assert env["RAY_AUTH_TOKEN"]["valueFrom"] == head_token["valueFrom"]
+    assert (env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+            == {"name": "ngrpo-ray-auth", "key": "auth_token"})
+    assert submitter["image"] == head["image"]  # /app, the job's working_dir, is in the image
+
+
+def test_tokens_come_from_the_secret_only():
+    for c in _rayjob_containers():
+        for e in c.get("env", []):
+            if "TOKEN" in e["name"]:
+                assert "value" not in e and "secretKeyRef" in e["valueFrom"], (c["name"], e["name"])
+    assert "--set" not in _rayjob()["spec"]["entrypoint"]
