@@ -99,7 +99,8 @@ class ActorGroup:
                 cause = self.backend.actor_failure(e)
                 if cause is None:
                     raise
-                failures[i] = cause
+                # An actor that died in its constructor: what the constructor raised, not Ray's wrapper.
+                failures[i] = creation_error(e) or cause
         return answers, failures
 
     def replace(self, i: int) -> None:
@@ -149,3 +150,27 @@ def _placement_group(name: str, count: int, resources: dict[str, float], strateg
             f"the cluster has {ray.available_resources()}; lower {name} resources or add nodes"
         )
     return pg
+
+
+def creation_error(error: BaseException) -> str | None:
+    """"ExcType: message" of the exception an actor's constructor raised, when `error` is Ray's
+    ActorDiedError for that actor (else None). Ray keeps that exception only as text: its message
+    ends with the creation task's traceback, whose last frame is followed by the exception's lines."""
+    if not getattr(error, "actor_init_failed", False):
+        return None
+    lines = str(error).strip().splitlines()
+    frames = [n for n, line in enumerate(lines) if line.startswith("  File ")]
+    start = frames[-1] + 1 if frames else len(lines) - 1
+    while start < len(lines) - 1 and (not lines[start].strip() or lines[start][:1].isspace()):
+        start += 1  # the frame's source line and its ^^^ marks
+    head, sep, message = "\n".join(lines[start:]).partition(": ")
+    if not sep or " " in head:  # not "ExcType: message": keep the text as it is
+        return one_line("\n".join(lines[start:]))
+    # vllm.x.FooError -> FooError, as type().__name__
+    return f"{head.rsplit('.', 1)[-1]}: {one_line(message)}"
+
+
+def one_line(text: str, limit: int = 400) -> str:
+    """A message on one line (its lines joined), cut at `limit` characters."""
+    joined = " ".join(line.strip() for line in str(text).strip().splitlines() if line.strip())
+    return joined if len(joined) <= limit else joined[: limit - 1] + "…"
