@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from configs.base import Section
 
@@ -21,3 +21,16 @@ class ClusterConfig(Section):
     env_vars: dict[str, str] = Field(default_factory=dict)
     """Extra environment for every role (e.g. NCCL_*, HF_HOME); wins over the project's defaults. The
     shell's environment does not reach a submitted job's actors: put what they need here."""
+
+    @field_validator("env_vars", mode="before")
+    @classmethod
+    def _text_values(cls, value: object) -> object:
+        """Environment values are text. A number here is refused by name only: its value may be a token,
+        and YAML may already have changed it (`0123` reads as octal 83), so it is not converted."""
+        if isinstance(value, dict):
+            bad = sorted(str(k) for k, v in value.items() if not isinstance(v, str))
+            if bad:
+                raise ValueError(f"cluster.env_vars: the value of {', '.join(bad)} is not text; "
+                                 "quote it in the YAML file (NAME: '0123'), "
+                                 "or pass it as --set cluster.env_vars.NAME=0123")
+        return value

@@ -1,7 +1,9 @@
 """Load a YAML preset, apply `--set section.key=value` overrides, validate, explain errors.
 
 Errors are `ConfigError`s with a message a user can act on (the key, the file, what is allowed);
-`train.py` prints them without a traceback.
+`train.py` prints them without a traceback. The values under `cluster.env_vars` are secrets (tokens go
+there): no error message repeats them, whichever way they came in (the file, `--set KEY=...`, or a
+mapping given to `--set`).
 """
 
 from __future__ import annotations
@@ -75,18 +77,48 @@ def resolve_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {path} (presets in configs/: {presets})")
 
 
+SECRET_SECTION = ("cluster", "env_vars")
+REDACTED = "<redacted>"
+
+
+def _is_secret(parts: list[str] | tuple) -> bool:
+    """True for a key whose value is, or holds, `cluster.env_vars` values."""
+    n = min(len(parts), len(SECRET_SECTION))
+    return tuple(str(p) for p in parts[:n]) == SECRET_SECTION[:n]
+
+
+def shown(item: str) -> str:
+    """A `--set` item as it may be echoed: the value of a secret key replaced."""
+    key, sep, _ = item.partition("=")
+    return f"{key}={REDACTED}" if sep and _is_secret([p for p in key.strip().split(".") if p]) else item
+
+
+def _yaml_problem(e: yaml.YAMLError) -> str:
+    """PyYAML's message without the snippet of the offending line (it may hold a token)."""
+    mark = getattr(e, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{getattr(e, 'problem', None) or type(e).__name__}{where}"
+
+
 def parse_override(item: str) -> tuple[list[str], Any]:
-    """`a.b.c=value` → (["a","b","c"], yaml-parsed value)."""
+    """`a.b.c=value` → (["a","b","c"], yaml-parsed value).
+
+    An environment variable (`cluster.env_vars.NAME=value`) keeps its text as typed: a token such as
+    `0123` or `1e5` must not become a number (YAML would read 0123 as octal 83).
+    """
     if "=" not in item:
-        raise ConfigError(f"--set {item!r}: expected section.key=value")
+        raise ConfigError(f"--set {shown(item)!r}: expected section.key=value")
     key, raw = item.split("=", 1)
     parts = [p for p in key.strip().split(".") if p]
     if not parts:
-        raise ConfigError(f"--set {item!r}: empty key")
+        raise ConfigError(f"--set {shown(item)!r}: empty key")
+    quoted = len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\""
+    if len(parts) == len(SECRET_SECTION) + 1 and _is_secret(parts) and not quoted:
+        return parts, raw
     try:
         value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
     except yaml.YAMLError as e:
-        raise ConfigError(f"--set {item!r}: value is not valid YAML ({e})") from None
+        raise ConfigError(f"--set {shown(item)!r}: value is not valid YAML ({_yaml_problem(e)})") from None
     return parts, value
 
 
@@ -139,7 +171,7 @@ def explain(err: ValidationError, origin: str, prefix: str = "", model: type[Bas
             if e["type"] == "value_error":  # raised by a validator: its own message says it all
                 msg = msg.removeprefix("Value error, ")
             got = e.get("input")
-            got_s = "" if isinstance(got, dict) else f" (got {got!r})"
+            got_s = "" if isinstance(got, dict) or _is_secret(loc) else f" (got {got!r})"
             lines.append(f"  {msg}" if not loc else f"  {key}: {msg}{got_s}")
     return "\n".join(lines)
 
@@ -157,14 +189,37 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         with file.open(encoding="utf-8") as f:
             data = yaml.load(f, Loader=_Loader) or {}
     except yaml.YAMLError as e:
-        raise ConfigError(f"{file}: not valid YAML: {e}") from None
+        raise ConfigError(f"{file}: not valid YAML: {_yaml_problem(e)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the top level must be a mapping of sections")
-    for item in overrides or []:
-        parts, value = parse_override(item)
-        _apply(data, parts, value, f"--set {item}")
-    origin = str(file) + (f" with --set {' '.join(overrides)}" if overrides else "")
+    data_secrets: list[str] = []
     try:
-        return Config.model_validate(data)
-    except ValidationError as e:
-        raise ConfigError(explain(e, origin)) from None
+        for item in overrides or []:
+            parts, value = parse_override(item)
+            _apply(data, parts, value, f"--set {shown(item)}")
+        data_secrets = secret_values(data)
+        origin = str(file) + (f" with --set {' '.join(map(shown, overrides))}" if overrides else "")
+        try:
+            return Config.model_validate(data)
+        except ValidationError as e:
+            raise ConfigError(explain(e, origin)) from None
+    except ConfigError as e:
+        # Belt and braces: whatever a message quotes (a validator's own text included), no secret.
+        raise ConfigError(mask(str(e), data_secrets)) from None
+
+
+def secret_values(data: dict) -> list[str]:
+    """The values under `cluster.env_vars` in raw config data, as text, longest first."""
+    cluster = data.get("cluster")
+    env = cluster.get("env_vars") if isinstance(cluster, dict) else None
+    values = env.values() if isinstance(env, dict) else []
+    return sorted({str(v) for v in values if v is not None}, key=len, reverse=True)
+
+
+def mask(text: str, secrets: list[str]) -> str:
+    """`text` with each secret of four or more characters replaced (shorter values, such as a thread
+    count, are not tokens, and replacing them would garble unrelated numbers)."""
+    for value in secrets:
+        if len(value) >= 4:
+            text = text.replace(value, REDACTED)
+    return text

@@ -22,12 +22,14 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
+CANARY = "tok_CANARY_5e8d1b7a93"  # a secret in cluster.env_vars
 SETTINGS = [
     "train.warmup.enabled=false", "train.prompts_per_step=4", "rollout.n=4", "rollout.max_tokens=24",
     "rollout.kv_cache_memory_bytes=67108864", "train.eval_limit=8", "train.checkpoint_every=2",
     "train.progress=false", "rollout.call_timeout_s=15", "rollout.start_timeout_s=120",
     "learner.call_timeout_s=60", "learner.lr=0.02", "algorithm.ngrpo.mode=dynamic",
     "task.options.n_single=200", "task.options.n_multistep_samples=100",
+    f"cluster.env_vars.NGRPO_TEST_SECRET={CANARY}",  # reaches every role; must show up in no output
 ]
 
 
