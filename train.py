@@ -58,24 +58,61 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s: %(message)s")
     from actors.preflight import PreflightError, preflight, start_over
+    from actors.run_lock import RunInUse
     from cluster.runtime import run_root
     from configs.loader import ConfigError, load_config
 
     try:
         cfg = load_config(args.config, args.overrides)
-        name = cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S") + f"-{Path(str(args.config)).stem}"
-        plan = preflight(cfg, (run_root(cfg.train.run_dir) / name).resolve())
+        root, preset = run_root(cfg.train.run_dir), Path(str(args.config)).stem
+        if cfg.train.resume in ("auto", "never"):
+            run_dir = (root / (cfg.train.run_name or _fresh_name(root, preset))).resolve()
+            lock = _lock(run_dir)  # before anything looks at the run's files
+            plan = preflight(cfg, run_dir)
+        else:  # a checkpoint path names its own run: lock that one once it is known
+            plan = preflight(
+                cfg, (root / (cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S-") + preset)).resolve())
+            lock = _lock(plan.run_dir.resolve())
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except PreflightError as e:
         print("\n".join(f"error: {line}" for line in e.lines), file=sys.stderr)
         return 2
+    except RunInUse as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if plan.resume is None and (plan.run_dir / "config.json").exists():
         gone = start_over(plan.run_dir)
         print(f"run {plan.run_dir.name} has no complete checkpoint: starting it over (removed {', '.join(gone)})")
     resume_hint = f"python train.py --config {args.config} --set train.run_name={plan.run_dir.name}"
-    return _run(cfg, plan, resume_hint)
+    try:
+        return _run(cfg, plan, resume_hint)
+    finally:
+        lock.release()
+
+
+def _fresh_name(root: Path, preset: str) -> str:
+    """A default run name that no other job has (its folder is made here); a root that cannot be
+    written is left to the pre-start check, which names it."""
+    from actors.run_lock import new_run_name
+
+    try:
+        return new_run_name(root, preset)
+    except OSError:
+        return time.strftime("%Y%m%d-%H%M%S") + f"-{preset}"
+
+
+def _lock(run_dir: Path):
+    """The run directory's lock, held until the driver exits (see actors/run_lock.py)."""
+    from actors.run_lock import RunLock
+
+    lock = RunLock(run_dir)
+    try:
+        lock.acquire()
+    except OSError:
+        pass  # cannot make the folder: the pre-start write check reports it
+    return lock
 
 
 def _run(cfg, plan, resume_hint: str) -> int:
@@ -85,7 +122,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
     from actors.agent_coordinator import AgentCoordinator
     from actors.checkpoints import CheckpointStore
     from actors.coordinator import Coordinator
-    from actors.errors import RunStopped
+    from actors.errors import RunStopped, describe
     from actors.preflight import resource_problems
     from cluster.runtime import connect, role_env
 
@@ -115,8 +152,15 @@ def _run(cfg, plan, resume_hint: str) -> int:
               f"resume with: {resume_hint}", file=sys.stderr, flush=True)
     except RunStopped as e:
         status = 1
-        why = getattr(e, "cause", None) or e  # the coordinator's own error, not Ray's wrapper and traceback
+        why = describe(e, "coordinator")  # the coordinator's own message, not Ray's wrapper and traceback
         print(f"\nerror: {why}\nresume with: {resume_hint}", file=sys.stderr, flush=True)
+    except ray.exceptions.RayError as e:
+        # A role that could not start, or a call that raised (a RoleFailure too, in Ray's wrapper): its
+        # role, node and root cause on one line instead of Ray's traceback.
+        status = 1
+        where = f"coordinator on node {ray.util.get_node_ip_address()}"  # the coordinator runs here
+        hint = f"\nresume with: {resume_hint}" if CheckpointStore(run_dir).latest() else ""
+        print(f"\nerror: {describe(e, where)}{hint}", file=sys.stderr, flush=True)
     finally:
         try:  # a stopped run does not wait for the step in flight: its roles go with the coordinator
             ray.get(coord.shutdown.remote(), timeout=60) if status == 0 else ray.kill(coord)

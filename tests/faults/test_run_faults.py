@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 
+import psutil
 import pytest
 
-from tests.faults.harness import STEPS, adapter_fingerprint, same_rows, start
+from tests.faults.harness import CANARY, ROOT, STEPS, adapter_fingerprint, same_rows, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed, pytest.mark.faults]
 
@@ -24,10 +27,31 @@ def runs(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def straight(runs):
+    """The straight run; while it is live, a second job is started on its run directory, and the
+    environment of its rollout worker is read (the secret must be there, and nowhere in its output)."""
     run = start(runs, "straight")
+    run.wait_rows(1)
+    run.second = subprocess.run([sys.executable, "train.py", "--set", f"train.run_dir={runs}", "--set",
+                                 "train.run_name=straight"], cwd=ROOT, capture_output=True, text=True,
+                                timeout=120)
+    run.worker_env = psutil.Process(run.pid("rollout")).environ()
     assert run.finish() == 0, run.output()
     assert len(run.rows()) == STEPS
     return run
+
+
+def test_a_second_job_on_a_live_run_is_refused_and_the_run_goes_on(straight):
+    second = straight.second
+    assert second.returncode == 2 and "in use by pid" in second.stderr, second.stdout + second.stderr
+    assert [r["step"] for r in straight.rows()] == list(range(1, STEPS + 1))  # nothing removed or redone
+
+
+def test_a_secret_reaches_the_roles_and_no_file_or_log_of_the_run(straight):
+    assert straight.worker_env.get("NGRPO_TEST_SECRET") == CANARY
+    leaks = [str(f) for f in straight.run_dir.rglob("*") if f.is_file() and CANARY.encode() in f.read_bytes()]
+    assert not leaks  # metrics, events, eval tables, report, TensorBoard files, checkpoints, adapter
+    assert (straight.run_dir / "report").is_dir() and list(straight.run_dir.glob("tensorboard/*"))
+    assert CANARY not in straight.output()  # the driver's output, with what Ray forwarded from the roles
 
 
 def _recovers(runs, straight, name: str, role: str, sig: int, after_rows: int):
