@@ -69,15 +69,35 @@ def connect(cfg: ClusterConfig) -> dict:
         return {"mode": "cluster", "address": address}
     # Local workers inherit this process's environment, including PYTHONPATH for the project's code.
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    loopback_only()
     ray.init(
         address="local",
         num_cpus=cfg.local_num_cpus,
         object_store_memory=cfg.object_store_memory,
         include_dashboard=cfg.include_dashboard,
+        dashboard_host="127.0.0.1",
         runtime_env={"env_vars": env},
         log_to_driver=True,
     )
     return {"mode": "local", "num_cpus": cfg.local_num_cpus}
+
+
+def loopback_only() -> None:
+    """Make the Ray this process starts listen on 127.0.0.1 only, never on the machine's interfaces.
+
+    A local run is one machine: nothing outside it may reach its GCS, raylet, agents or workers (each
+    runs code it is sent). `ray.init` turns a node address of 127.0.0.1 into the machine's own IP on
+    purpose, and its gRPC servers listen on every interface, with no option to change either; what
+    Ray does on macOS and Windows, where it starts single-machine clusters only, is exactly right:
+    the node address is the loopback one, and every server of the node binds to it. The switch for
+    that is `RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`, read by each Ray process at import (the GCS, the
+    raylet and the workers inherit it from here); this process may have imported Ray already, so its
+    copy of the constant is set too. Ray also turns token authentication on for a local start.
+    """
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
 
 
 def inside_job() -> bool:
