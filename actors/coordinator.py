@@ -213,8 +213,11 @@ class Coordinator:
             prompts=[row["prompt"] for row in flat_rows], completions=[comp.text for g in groups for comp in g],
             columns=self.task.columns(flat_rows),
         ))
-        for line in scored.failure_log:
+        for line in scored.failure_log:  # each failed completion keeps its one-line record
             self.run.event("reward_failure", step=self.step, detail=line)
+        if scored.failure_log:  # and the log gets one line a step, however many failed
+            log.warning("step %d: %d reward failure(s), first: %s (each one in events.jsonl)", self.step,
+                        len(scored.failure_log), scored.failure_log[0][:300])
         return scored
 
     def _batch_stats(self, rows: list[dict], gen: Generation, scored: ScoreResult, correct) -> dict[str, float]:

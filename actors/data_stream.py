@@ -21,6 +21,25 @@ from algo.sampling import CategoryAccuracy
 from configs.train import TrainConfig
 
 
+# Each value of `train.adaptive_by` becomes a metric, a TensorBoard tag and a Prometheus label: a
+# free-text column (a prompt, an id) would make thousands of each.
+MAX_ADAPTIVE_VALUES = 64
+
+
+def adaptive_values(rows: list[dict], column: str) -> list[str]:
+    """The sorted values of `column` that adaptive sampling weighs; ValueError when a row lacks it or
+    when there are more than MAX_ADAPTIVE_VALUES of them (not a kind of row, a free-text column)."""
+    missing = sum(1 for r in rows if not r.get(column))
+    if missing:
+        raise ValueError(f"train.adaptive_by={column!r}: {missing} training rows have no {column!r}")
+    values = sorted({r[column] for r in rows})
+    if len(values) > MAX_ADAPTIVE_VALUES:
+        raise ValueError(f"train.adaptive_by={column!r}: the column has {len(values)} distinct values, "
+                         f"at most {MAX_ADAPTIVE_VALUES} are allowed (each one is a metric); "
+                         "name a column of row kinds")
+    return values
+
+
 class PromptStream:
     def __init__(self, rows: list[dict], cfg: TrainConfig, seed: int, group_column: str = "category") -> None:
         if not rows:
@@ -31,11 +50,8 @@ class PromptStream:
         self._cat_order: list[str] = []
         self.accuracy: CategoryAccuracy | None = None  # adaptive sampling's moving accuracy per value
         if cfg.sampling == "adaptive":
-            column = cfg.adaptive_by
-            missing = sum(1 for r in rows if not r.get(column))
-            if missing:
-                raise ValueError(f"train.adaptive_by={column!r}: {missing} training rows have no {column!r}")
-            self.accuracy = CategoryAccuracy(sorted({r[column] for r in rows}), cfg.adaptive_ema, cfg.adaptive_floor)
+            values = adaptive_values(rows, cfg.adaptive_by)
+            self.accuracy = CategoryAccuracy(values, cfg.adaptive_ema, cfg.adaptive_floor)
 
     def next_rows(self) -> list[dict]:
         """The rows of the next step (`train.prompts_per_step` of them)."""

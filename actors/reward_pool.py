@@ -3,8 +3,10 @@
 Owns fault isolation around user reward code. A reward function that raises, or returns NaN/inf or a
 value outside its declared `reward_range`, fails the completions it fails on (the shard is retried one
 completion at a time to find them); one that hangs past the timeout fails its shard and its actor is
-replaced. A failed completion is marked (`ScoreResult.failed`), counted and logged with the sample; the
-coordinator leaves it out of its group's statistics and of the loss. The pool knows nothing of groups
+replaced. A failed completion is marked (`ScoreResult.failed`) and counted, with a one-line record of why
+(`ScoreResult.failure_log`); the coordinator keeps each record as an event, logs one summary a step (a
+broken reward fails every completion: one warning each would flood the log), and leaves the failed
+completions out of their groups' statistics and of the loss. The pool knows nothing of groups
 or advantages.
 
 A function with a `breakdown(prompts, completions, **columns) -> list[dict]` method (the fund
@@ -33,6 +35,12 @@ from contracts.identity import node_identity
 from contracts.types import ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
+
+
+def one_line(text: object, limit: int = 200) -> str:
+    """`text` on one line (an exception's message may span many), cut to `limit` characters."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class RewardActor:
@@ -89,13 +97,13 @@ class RewardActor:
             return list(self._call(fn, req, list(range(n))))
         except cf.TimeoutError:
             self.poisoned = True
-            logs += [f"reward {name!r} timed out after {self.timeout_s}s on: {c[:200]!r}" for c in req.completions]
+            logs += [f"reward {name!r} timed out after {self.timeout_s}s on: {c[:120]!r}" for c in req.completions]
             return [None] * n
         except Exception as e:  # noqa: BLE001 - user code; isolate the failing completions
             log.debug("reward %s failed on the whole shard (%s); isolated per completion", name, e)
         out: list[dict | None] = []
         for i in range(n):
-            text = req.completions[i][:200]
+            text = req.completions[i][:120]
             if self.poisoned:  # a retry hung: the rest of the shard scores 0 without waiting
                 out.append(None)
                 logs.append(f"reward {name!r} skipped after a timeout on: {text!r}")
@@ -108,7 +116,7 @@ class RewardActor:
                 logs.append(f"reward {name!r} timed out after {self.timeout_s}s on: {text!r}")
             except Exception as e1:  # noqa: BLE001
                 out.append(None)
-                logs.append(f"reward {name!r} raised {type(e1).__name__}: {e1} on: {text!r}")
+                logs.append(f"reward {name!r} raised {type(e1).__name__}: {one_line(e1)} on: {text!r}")
         return out
 
     def score(self, req: ScoreRequest) -> tuple[ScoreResult, bool]:
@@ -128,8 +136,6 @@ class RewardActor:
         if self.judge is not None:
             for b, res in zip(breakdowns, self._score_fn("judge", self.judge, req, [])):
                 b.update({k: v for k, v in (res or {}).items() if k != "total"})
-        for line in logs:
-            log.warning(line)
         result = ScoreResult(totals, breakdowns, failures=sum(failed), failure_log=logs, failed=failed)
         return result, self.poisoned
 
@@ -197,13 +203,11 @@ class RewardPool:
             try:
                 return self.group.get(ref)
             except Exception as e:  # noqa: BLE001 - the actor died; score 0 and replace it
-                why = f"reward actor {i} died: {e}"
+                why = f"reward actor {i} died: {one_line(e)}"
         else:
             why = f"reward actor {i} did not answer within {bound:.0f}s"
         n = len(shard.completions)
-        logs = [f"{why}; scoring 0: {c[:200]!r}" for c in shard.completions]
-        for line in logs:
-            log.warning(line)
+        logs = [f"{why}; scoring 0: {c[:120]!r}" for c in shard.completions]
         return ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs, [True] * n), True
 
     def node_ids(self) -> list[str | None]:

@@ -9,6 +9,7 @@ difficulty filter drop a category.
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -218,7 +219,7 @@ def flaky(prompts, completions, **columns):
     out = []
     for c in completions:
         if "boom" in c:
-            raise RuntimeError("reward bug")
+            raise RuntimeError("reward bug\n" + "a long traceback-like text " * 100)  # flood
         out.append(float("nan") if c == "not json" else 5.0 if "huge" in c else 0.5)
     return out
 
@@ -245,12 +246,23 @@ def bad_numbers(tmp_path_factory):
     RecordingLearner.batches = []
     overrides = ["rollout.n=5", "reward.functions=[{name: gt, weight: 1.0}, "
                  "{name: 'tests.actors.test_coordinator:flaky', weight: 0.5}]", "algorithm.ngrpo.mode=off"]
-    coord, rows = _run(tmp_path_factory.mktemp("bad"), overrides, _script_bad, 2, learner=RecordingLearner)
-    return coord, rows, list(RecordingLearner.batches)
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = records.append
+    watched = [logging.getLogger(n) for n in ("actors.coordinator", "actors.reward_pool")]
+    for lg in watched:
+        lg.addHandler(handler)
+    try:
+        coord, rows = _run(tmp_path_factory.mktemp("bad"), overrides, _script_bad, 2,
+                           learner=RecordingLearner)
+    finally:
+        for lg in watched:
+            lg.removeHandler(handler)
+    return coord, rows, list(RecordingLearner.batches), records
 
 
 def test_failed_rewards_are_counted_and_left_out_of_groups_and_loss(bad_numbers):
-    coord, rows, batches = bad_numbers
+    coord, rows, batches, _ = bad_numbers
     first, second = rows
     assert first["reward_failures"] == 3 * 4 and first["dropped_groups"] == 0
     assert len(batches[0].completion_ids) == 2 * 4  # only the valid samples reach the learner
@@ -261,6 +273,20 @@ def test_failed_rewards_are_counted_and_left_out_of_groups_and_loss(bad_numbers)
     logged = [json.loads(x) for x in (coord.run.dir / "events.jsonl").read_text().splitlines()]
     causes = " ".join(e["detail"] for e in logged if e["event"] == "reward_failure")
     assert "NaN" in causes and "RuntimeError: reward bug" in causes and "declared range" in causes
+
+
+def test_reward_failures_are_one_log_line_a_step_and_one_event_each(bad_numbers):
+    coord, rows, _, records = bad_numbers
+    warned = [r.getMessage() for r in records if "reward failure" in r.getMessage()]
+    assert len(warned) == len(rows) == 2  # one summary a step, not one line per failed completion
+    assert not [r for r in records if r.name == "actors.reward_pool"]  # the reward actors log none
+    assert (warned[0].startswith("step 1: 12 reward failure(s), first: ")
+            and warned[1].startswith("step 2: 16 "))
+    assert all("\n" not in w and len(w) < 500 for w in warned)
+    logged = [json.loads(x) for x in (coord.run.dir / "events.jsonl").read_text().splitlines()]
+    details = [e["detail"] for e in logged if e["event"] == "reward_failure"]
+    assert len(details) == sum(r["reward_failures"] for r in rows)  # every completion still on record
+    assert all("\n" not in d and len(d) < 400 for d in details)
 
 
 def _script_spread(row: dict, n: int, stage) -> list[str]:
