@@ -72,7 +72,8 @@ class Learner:
         seed: int = 0,
         rl_steps: int | None = None,
     ) -> None:
-        if cfg.lr_schedule != "constant" and not rl_steps:
+        # A run of 0 RL steps (a warm-up and its eval only) makes no RL update: any schedule will do.
+        if cfg.lr_schedule != "constant" and rl_steps is None:
             raise ValueError(f"lr_schedule {cfg.lr_schedule!r} needs the run's number of RL steps (rl_steps)")
         self.base_model_dir, self.tokenizer_dir = str(base_model_dir), str(tokenizer_dir)
         self.model_cfg, self.cfg, self.algo = model_cfg, cfg, algo

@@ -99,6 +99,8 @@ def test_lr_schedule_reaches_the_deepspeed_optimizer(tiny_paths, ray_local):
 def test_a_decaying_schedule_needs_the_run_length():
     with pytest.raises(ValueError, match="rl_steps"):
         Learner("m", "t", ModelConfig(), LearnerConfig(lr_schedule="cosine"), AlgorithmConfig())
+    # train.steps=0 (warm-up and eval only) is a run length too: it used to fail the learner's start.
+    Learner("m", "t", ModelConfig(), LearnerConfig(lr_schedule="cosine"), AlgorithmConfig(), rl_steps=0)
 
 
 def test_a_non_finite_loss_skips_the_update(learner):
