@@ -3,7 +3,8 @@
 Owns fault isolation around user reward code. A reward function that raises, or returns NaN/inf or a
 value outside its declared `reward_range`, fails the completions it fails on (the shard is retried one
 completion at a time to find them); one that hangs past the timeout fails its shard and its actor is
-replaced. A failed completion is marked (`ScoreResult.failed`) and counted, with a one-line record of why
+replaced. An actor that dies or gets stuck is replaced and its shard scored again by the replacement.
+A failed completion is marked (`ScoreResult.failed`) and counted, with a one-line record of why
 (`ScoreResult.failure_log`); the coordinator keeps each record as an event, logs one summary a step (a
 broken reward fails every completion: one warning each would flood the log), and leaves the failed
 completions out of their groups' statistics and of the loss. The pool knows nothing of groups
@@ -29,18 +30,13 @@ import logging
 import math
 from typing import Any
 
-from cluster.actor_group import ActorGroup
+from cluster.actor_group import ActorGroup, one_line
 from cluster.backend import Backend
 from contracts.identity import node_identity
 from contracts.types import ScoreRequest, ScoreResult
 
 log = logging.getLogger(__name__)
 
-
-def one_line(text: object, limit: int = 200) -> str:
-    """`text` on one line (an exception's message may span many), cut to `limit` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class RewardActor:
@@ -116,7 +112,7 @@ class RewardActor:
                 logs.append(f"reward {name!r} timed out after {self.timeout_s}s on: {text!r}")
             except Exception as e1:  # noqa: BLE001
                 out.append(None)
-                logs.append(f"reward {name!r} raised {type(e1).__name__}: {one_line(e1)} on: {text!r}")
+                logs.append(f"reward {name!r} raised {type(e1).__name__}: {one_line(str(e1), 200)} on: {text!r}")
         return out
 
     def score(self, req: ScoreRequest) -> tuple[ScoreResult, bool]:
@@ -186,29 +182,46 @@ class RewardPool:
         ready, _ = self.group.backend.wait(refs, timeout=bound)
         result = ScoreResult([], [])
         for i, (ref, shard) in enumerate(zip(refs, shards)):
-            res, poisoned = self._collect(i, ref, shard, ref in ready, bound)
+            res = self._shard(i, ref, ref in ready, shard, bound)
             result.rewards += res.rewards
             result.breakdowns += res.breakdowns
             result.failures += res.failures
             result.failure_log += res.failure_log
             result.failed += res.failed
-            if poisoned:
-                self.group.replace(i)
         self.total_failures += result.failures
         return result
 
-    def _collect(self, i: int, ref: Any, shard: ScoreRequest, done: bool, bound: float) -> tuple[ScoreResult, bool]:
-        """Actor i's answer, or every completion of its shard scored 0 and logged when it died or hung."""
-        if done:
-            try:
-                return self.group.get(ref)
-            except Exception as e:  # noqa: BLE001 - the actor died; score 0 and replace it
-                why = f"reward actor {i} died: {one_line(e)}"
-        else:
-            why = f"reward actor {i} did not answer within {bound:.0f}s"
+    def _shard(self, i: int, ref: Any, done: bool, shard: ScoreRequest, bound: float) -> ScoreResult:
+        """Actor i's scores of `shard`. An actor that died or is stuck is replaced and its replacement
+        scores the shard again: reward functions are deterministic, so the run gets the numbers the lost
+        actor would have given, and a completion fails only for its own sake (its scoring raises, returns
+        a bad value, or hangs; then the actor, left with a running thread, is replaced too). Lost twice,
+        the shard scores 0, every completion failed."""
+        for attempt in range(2):
+            answer, why = self._answer(ref, done)
+            if answer is not None:
+                res, poisoned = answer
+                if poisoned:
+                    self.group.replace(i)
+                return res
+            self.group.replace(i)
+            if attempt == 0:
+                log.warning("reward actor %d %s; its replacement scores the shard again", i, why)
+                ref = self.group.backend.call(self.group.actors[i], "score", shard)
+                done = bool(self.group.backend.wait([ref], timeout=bound)[0])
         n = len(shard.completions)
-        logs = [f"{why}; scoring 0: {c[:120]!r}" for c in shard.completions]
-        return ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs, [True] * n), True
+        logs = [f"reward actor {i} {why}, and again on its replacement; scoring 0: {c[:120]!r}"
+                for c in shard.completions]
+        return ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs, [True] * n)
+
+    def _answer(self, ref: Any, done: bool) -> tuple[tuple[ScoreResult, bool] | None, str]:
+        """(result, poisoned) of a call that came back, or None and what happened to the actor."""
+        if not done:
+            return None, "did not answer in time"
+        try:
+            return self.group.get(ref), ""
+        except Exception as e:  # noqa: BLE001 - the actor is gone (RewardActor.score catches user code)
+            return None, f"died ({one_line(str(e), 200)})"
 
     def node_ids(self) -> list[str | None]:
         return self.group.node_ids()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import time
+from pathlib import Path
 
 import pytest
 
@@ -51,4 +54,27 @@ def test_a_hanging_reward_scores_its_shard_as_failed_and_its_actor_is_replaced(r
     assert pool.group.restarts == [0, 1]
     again = pool.score(ScoreRequest(prompts=["p"] * 4, completions=list("abcd"), columns={}))
     assert again.rewards == [1.0] * 4 and again.failures == 0  # the replacement answers
+    pool.shutdown()
+
+
+def die_once_on_word(prompts, completions, **columns):
+    """kill -9 of the reward actor's own process the first time it sees "die" (a flag file, named by
+    the column `flag`, says it happened); deterministic scores otherwise."""
+    flag = Path(columns["flag"][0])
+    if any("die" in c for c in completions) and not flag.exists():
+        flag.write_text(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return [float(len(c)) for c in completions]
+
+
+def test_a_killed_reward_actors_shard_is_scored_again_by_its_replacement(ray_local, tmp_path):
+    pool = RewardPool.start([("tests.faults.test_push_and_reward_faults:die_once_on_word", 1.0)], RayBackend(),
+                            num_actors=2, timeout_s=10.0)
+    pool.wait_ready()
+    completions = ["a", "bb", "die", "dddd"]
+    res = pool.score(ScoreRequest(prompts=["p"] * 4, completions=completions,
+                                  columns={"flag": [str(tmp_path / "killed")] * 4}))
+    assert (tmp_path / "killed").exists()  # the actor scoring the second shard really died
+    assert res.rewards == [1.0, 2.0, 3.0, 4.0] and res.failures == 0 and not any(res.failed)
+    assert pool.group.restarts == [0, 1]
     pool.shutdown()
