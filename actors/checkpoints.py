@@ -176,10 +176,11 @@ class CheckpointStore:
         return done[-1] if done else None
 
     def clean_leftovers(self) -> list[Path]:
-        """Remove temporary folders of checkpoints that were never completed; returns them."""
+        """Remove temporary folders of checkpoints that were never completed, and a `latest` pointer's
+        temporary file (a kill between its write and its rename); returns them."""
         if not self.root.is_dir():
             return []
-        left = [p for p in self.root.iterdir() if p.name.startswith(".tmp-") or
+        left = [p for p in self.root.iterdir() if p.name.startswith((".tmp-", ".latest.tmp-")) or
                 (p.name.startswith("step_") and not (p / MARKER).exists())]
         for p in left:
             shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
