@@ -1,4 +1,4 @@
-"""PNG plots of one run: reward, zero-std groups with NGRPO shaded, tool accuracy, eval, time per phase.
+"""PNG plots of one run: reward, zero-std groups with NGRPO shaded, tool accuracy, eval, time per step.
 
 Each function draws one figure from a `Run` and returns the file it wrote, or None when the run has
 nothing to draw (a key never measured, no eval yet), so a report of a partial run just has fewer plots.
@@ -15,9 +15,11 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from observe.runs import Run
-from observe.series import active_spans, keys_with_prefix, moving_mean, numeric, series
+from observe.series import active_spans, keys_with_prefix, moving_mean, numeric, series, step_times
 
 NGRPO_COLOR = "tab:orange"
+# One colour per phase in every run's time plot; a phase not listed gets the next default colour.
+PHASE_COLORS = {"generate": "tab:blue", "reward": "tab:green", "learn": "tab:orange", "sync": "tab:purple"}
 
 
 def shade_spans(ax: Axes, spans: list[tuple[int, int]], label: str | None = "NGRPO on",
@@ -129,14 +131,48 @@ def plot_eval(run: Run, out: Path) -> Path | None:
 
 
 def plot_time(run: Run, out: Path) -> Path | None:
-    """Seconds per phase of each step (time/*), stacked: the top edge is the step's wall time."""
-    keys = keys_with_prefix(run.rows, "time/")
-    if not keys:
+    """Seconds of each step, every second counted once.
+
+    Bars: the phases that ran one after the other inside the step (generate, reward, learn, sync),
+    stacked. Black line: the step's wall time (time/step); it is the total, never stacked on its phases,
+    and the gap above the bars is time no phase measured (advantages, bookkeeping; one-step-off also the
+    wait for the next batch). In the one-step-off pipeline a step's batch was generated while the
+    previous step learned (`series.step_times` tells from the rows): stacking it would count the seconds
+    of the learn bar twice, so it gets a panel of its own below, at the step that trains on the batch,
+    with the previous step's learn as a line: the part under the line was hidden behind learning, the
+    part above it the loop waited for.
+    """
+    times = step_times(run.rows)
+    if not times:
         return None
-    steps = [int(r.get("step", i)) for i, r in enumerate(run.rows, 1)]
-    layers = [[numeric(r.get(k)) or 0.0 for r in run.rows] for k in keys]  # unmeasured phase: 0 s
-    fig, ax = _figure()
-    ax.stackplot(steps, layers, labels=[k.split("/", 1)[1] for k in keys], alpha=0.85)
-    ax.set(xlabel="step", ylabel="seconds", title=f"{run.name}: time per phase")
-    ax.legend(loc="upper left", fontsize="small")
+    steps = [t.step for t in times]
+    names = list(dict.fromkeys(name for t in times for name in t.phases))
+    ahead = [t for t in times if t.ahead]
+    fig = Figure(figsize=(8, 6 if ahead else 4), layout="constrained")
+    ax, *below = fig.subplots(2 if ahead else 1, 1, sharex=True, height_ratios=[2, 1] if ahead else None,
+                              squeeze=False)[:, 0]
+    bottom = [0.0] * len(times)
+    for name in names:
+        height = [t.phases.get(name, 0.0) for t in times]
+        # not antialiased: hundreds of touching bars would otherwise show white seams between them
+        ax.bar(steps, height, bottom=bottom, width=1.0, lw=0, antialiased=False, color=PHASE_COLORS.get(name),
+               label=name)
+        bottom = [b + h for b, h in zip(bottom, height)]
+    ax.plot(steps, [t.wall for t in times], color="black", lw=1, label="step wall time (time/step)")
+    top = max(t.wall for t in times)
+    ax.set(ylabel="seconds", ylim=(0, 1.4 * top or 1.0),  # headroom for the legend
+           title=f"{run.name}: seconds per step, phases stacked under the wall time")
+    ax.legend(loc="upper left", ncols=3, fontsize="small")
+    if ahead:
+        (low,) = below
+        learn = {t.step: t.phases.get("learn") for t in times}
+        low.bar([t.step for t in ahead], [t.ahead for t in ahead], width=1.0, lw=0, antialiased=False,
+                color=PHASE_COLORS["generate"], alpha=0.6, label="generate, run ahead (time/generate)")
+        prev = [(t.step, v) for t in ahead if (v := learn.get(t.step - 1)) is not None]
+        low.plot([s for s, _ in prev], [v for _, v in prev], color="black", lw=1,
+                 label="the previous step's learn it overlapped")
+        low.set(ylabel="seconds", ylim=(0, 1.5 * max(t.ahead for t in ahead)),
+                title="one-step-off: batches generated during the previous step, not in the wall time above")
+        low.legend(loc="upper left", ncols=2, fontsize="small")
+    (below or [ax])[-1].set_xlabel("step")
     return _save(fig, out)

@@ -16,7 +16,7 @@ from typing import Any
 from observe import plots
 from observe.runs import Run, load_run
 from observe.schema import lookup
-from observe.series import active_spans, keys_with_prefix, numeric, series, summary
+from observe.series import active_spans, hidden_generation, numeric, series, step_times, summary
 
 # (file stem, plot function, caption); a plot with nothing to draw is left out.
 PLOTS = [
@@ -24,7 +24,8 @@ PLOTS = [
     ("zero_std", plots.plot_zero_std, "Groups with zero reward std, the switch's window mean, NGRPO on"),
     ("tool_accuracy", plots.plot_tool_accuracy, "Tool accuracy per category during training (smoothed)"),
     ("eval", plots.plot_eval, "Held-out eval: tool accuracy per category, before / after"),
-    ("time", plots.plot_time, "Seconds per phase of each step"),
+    ("time", plots.plot_time, ("Seconds of each step: its phases stacked under its wall time (line); "
+                               "one-step-off, the generation that overlapped learning in a panel of its own")),
 ]
 # Rows of the metrics table, in this order, when measured.
 SUMMARY_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "tool_accuracy",
@@ -76,14 +77,38 @@ def metrics_lines(rows: list[dict[str, Any]]) -> list[str]:
         if (s := summary(rows, key, SUMMARY_LAST)) is not None:
             cells = " | ".join(_fmt(s[c]) for c in ("first", "mean", "last_mean", "final"))
             out.append(f"| {key} | {cells} | {lookup(key).help} |")
-    times = {k: sum(series(rows, k)[1]) for k in keys_with_prefix(rows, "time/")}
-    total = sum(times.values())
-    if total > 0:
-        shares = ", ".join(f"{k.split('/', 1)[1]} {t / total:.0%}" for k, t in times.items())
-        out += ["", f"Time in RL steps: {total:.0f} s ({shares})."]
+    if lines := time_lines(rows):
+        out += ["", *lines]
     failures = sum(series(rows, "reward_failures")[1])
     if failures:
         out += ["", f"Reward failures (completions scored 0 after a crash or timeout): {failures:.0f}."]
+    return out
+
+
+def time_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """The RL loop's wall time (the sum of time/step) and each phase's share of it; one-step-off, the
+    generation that ran alongside learning on a line of its own. time/step is the total of the other
+    time/* keys, not a phase, and generation run ahead is not part of any step's wall time: adding
+    either in would count the same seconds twice."""
+    times = step_times(rows)
+    wall = sum(t.wall for t in times)
+    if wall <= 0:
+        return []
+    phases: dict[str, float] = {}
+    for t in times:
+        for name, s in t.phases.items():
+            phases[name] = phases.get(name, 0.0) + s
+    phases["other"] = sum(t.other for t in times)
+    shares = ", ".join(f"{name} {s / wall:.0%}" for name, s in phases.items())
+    out = [(f"Time in RL steps: {wall:.0f} s of wall time over {len(times)} steps (the sum of time/step): "
+            f"{shares}; other is time between the phases (advantages, bookkeeping).")]
+    ahead = [t for t in times if t.ahead]
+    if ahead:
+        hidden, waited = hidden_generation(times)
+        out.append(f"The one-step-off pipeline generated {len(ahead)} of the {len(times)} batches during the "
+                   f"previous step's update: {sum(t.ahead for t in ahead):.1f} s of time/generate, not in the "
+                   f"wall time or the shares above (generate there is the steps that generated their own); "
+                   f"{hidden:.1f} s hidden behind learning, {waited:.1f} s waited for after it (in other).")
     return out
 
 

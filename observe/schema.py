@@ -98,7 +98,8 @@ METRICS: tuple[Metric, ...] = (
     _m("weights_fingerprint", "learner", "content hash of the LoRA weights every worker serves", numeric=False),
     _m("push_bytes", "learner", "bytes of LoRA weights pushed to each worker"),
     _m("probe_gap_max", "rollout", "largest |vLLM - learner| logprob of the probe sequence after the push"),
-    _m("time/{phase}", "coordinator", "seconds of each phase of the step: generate, reward, learn, sync"),
+    _m("time/{phase}", "coordinator", "seconds of each phase of the step: generate, reward, learn, sync; "
+       "step: its wall time (one-step-off: generate ran during the step before)"),
 )
 _EXACT = {m.key: m for m in METRICS if m.tag is None}
 _FAMILIES = {m.prefix: m for m in METRICS if m.tag is not None}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from matplotlib.patches import Rectangle
 
+from observe import plots
 from observe import report as report_mod
 from observe.report import render_report, write_report
 from observe.runs import load_run
@@ -103,3 +105,101 @@ def test_cli_writes_report_and_rejects_missing_dir(make_run, tmp_path, capsys):
     assert "no run directory" in capsys.readouterr().err
     with pytest.raises(FileNotFoundError):
         write_report(tmp_path / "nope")
+
+
+# ---- time: every second counted once --------------------------------------------------------------
+# A synchronous step: generate, reward, learn and sync one after the other, 0.1 s of bookkeeping
+# between them; time/step is the step's wall time, the total of all that, not one more phase.
+SYNC_TIMES = {"time/generate": 1.0, "time/reward": 0.25, "time/learn": 2.0, "time/sync": 0.15, "time/step": 3.5}
+# One-step-off, as the coordinator records it: step 1 generates its own batch; from step 2 on a step's
+# batch was launched just before the previous step's learn and collected after it, so its time/generate
+# (counted launch → collection) lies inside the previous step's wall time. Batch 3 took 0.5 s longer
+# than learn 2: step 2 waited for it (3.0 s instead of 2.5 s).
+ONE_STEP_OFF_TIMES = [
+    {"time/generate": 1.5, "time/step": 4.0},
+    {"time/generate": 2.0, "time/step": 3.0},
+    {"time/generate": 2.5, "time/step": 2.5},
+    {"time/generate": 2.0, "time/step": 2.5},
+]
+
+
+def with_times(run_dir, times: list[dict]):
+    rows = [{"step": s, "reward_mean": 0.5, "time/reward": 0.25, "time/learn": 2.0, "time/sync": 0.15, **t}
+            for s, t in enumerate(times, 1)]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return run_dir
+
+
+def time_line(run_dir) -> str:
+    md = render_report(load_run(run_dir), images={})
+    (line,) = [x for x in md.splitlines() if x.startswith("Time in RL steps")]
+    return line
+
+
+def shares(line: str) -> dict[str, int]:
+    """"… (the sum of time/step): generate 29%, learn 57%; …" → {"generate": 29, "learn": 57}"""
+    listed = line.split("time/step): ", 1)[1].split(";", 1)[0]
+    return {name: int(pct.rstrip("%")) for name, pct in (item.split() for item in listed.split(", "))}
+
+
+def test_time_line_of_a_synchronous_run_is_the_sum_of_the_step_wall_times(run_dir):
+    line = time_line(with_times(run_dir, [SYNC_TIMES] * 12))
+    assert line.startswith("Time in RL steps: 42 s")  # 12 × 3.5 s; summing time/step with its phases said 83 s
+    # the total is not a share of itself: the phases and the 0.1 s a step between them, 100% together
+    assert shares(line) == {"generate": 29, "reward": 7, "learn": 57, "sync": 4, "other": 3}
+    assert "one-step-off" not in render_report(load_run(run_dir), images={})
+
+
+def test_time_lines_of_a_one_step_off_run_give_the_wall_time_and_the_overlap(run_dir):
+    md = render_report(load_run(with_times(run_dir, ONE_STEP_OFF_TIMES)), images={})
+    line = time_line(run_dir)
+    assert line.startswith("Time in RL steps: 12 s")  # 4 + 3 + 2.5 + 2.5, not 29.6 s of every time/* key
+    assert shares(line)["learn"] == 67  # 8 s of learning in 12 s of wall time
+    (overlap,) = [x for x in md.splitlines() if "one-step-off" in x]
+    # steps 2-4 generated 6.5 s ahead: 6 s behind the previous step's learn, 0.5 s waited for
+    assert "6.5 s" in overlap and "6.0 s hidden behind learning" in overlap and "0.5 s" in overlap
+
+
+def plotted_time(run_dir, monkeypatch):
+    """plot_time's axes, caught before they are saved."""
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out: figures.append(fig) or out)
+    assert plots.plot_time(load_run(run_dir), run_dir / "time.png") is not None
+    return figures[0].axes
+
+
+def filled_tops(ax) -> dict[int, float]:
+    """The top of the filled areas (bars or stacked areas) at each step."""
+    tops: dict[int, float] = {}
+    for p in ax.patches:
+        if isinstance(p, Rectangle) and p.get_height() > 0:
+            s = round(p.get_x() + p.get_width() / 2)
+            tops[s] = max(tops.get(s, 0.0), p.get_y() + p.get_height())
+    for c in ax.collections:
+        for path in c.get_paths():
+            for x, y in path.vertices:
+                if abs(x - round(x)) < 1e-9:
+                    tops[round(x)] = max(tops.get(round(x), 0.0), y)
+    return tops
+
+
+def test_time_plot_of_a_synchronous_run_stacks_the_phases_under_the_step_time(run_dir, monkeypatch):
+    (ax,) = plotted_time(with_times(run_dir, [SYNC_TIMES] * 12), monkeypatch)
+    tops = filled_tops(ax)
+    assert sorted(tops) == list(range(1, 13))
+    assert all(top == pytest.approx(3.4) for top in tops.values())  # the phases; 0.1 s unmeasured, ≤ 3.5 s
+    (wall,) = [ln for ln in ax.get_lines() if "time/step" in ln.get_label()]
+    assert list(wall.get_ydata()) == [3.5] * 12
+
+
+def test_time_plot_of_a_one_step_off_run_draws_the_overlapped_generation_apart(run_dir, monkeypatch):
+    axes = plotted_time(with_times(run_dir, ONE_STEP_OFF_TIMES), monkeypatch)
+    walls = {s: t["time/step"] for s, t in enumerate(ONE_STEP_OFF_TIMES, 1)}
+    tops = filled_tops(axes[0])  # the first panel: each step's own seconds
+    assert all(tops[s] <= walls[s] + 1e-9 for s in walls)
+    assert tops[1] == pytest.approx(3.9) and tops[2] == pytest.approx(2.4)  # step 1 generated inside itself
+    # a second panel: the batches generated ahead, beside the learn of the step they ran during
+    assert len(axes) == 2 and "one-step-off" in axes[1].get_title()
+    assert filled_tops(axes[1]) == {2: 2.0, 3: 2.5, 4: 2.0}
+    (learn,) = axes[1].get_lines()
+    assert list(learn.get_xdata()) == [2, 3, 4] and list(learn.get_ydata()) == [2.0] * 3
