@@ -138,13 +138,18 @@ def _run(cfg, plan, resume_hint: str) -> int:
     stop = StopSignals()
     # The coordinator writes the run directory: keep it on this (the driver's) node.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    coord = ray.remote(AgentCoordinator if cfg.env.enabled else Coordinator).options(
-        num_cpus=0, scheduling_strategy=here, runtime_env={"env_vars": role_env(cfg.cluster.env_vars)},
-        name=f"{run_dir.name}/coordinator",
-    ).remote(cfg, str(run_dir))
-    status, summary = 0, None
+    cls = ray.remote(AgentCoordinator if cfg.env.enabled else Coordinator)
+
+    def coordinator(restarts: int):  # a restarted one gets a new name: the old one's may not be free yet
+        coords.append(cls.options(
+            num_cpus=0, scheduling_strategy=here, runtime_env={"env_vars": role_env(cfg.cluster.env_vars)},
+            name=f"{run_dir.name}/coordinator" + (f".{restarts}" if restarts else ""),
+        ).remote(cfg, str(run_dir)))
+        return coords[-1]
+
+    status, summary, coords = 0, None, []
     try:
-        summary = _drive(ray, coord, cfg, plan, stop)
+        summary = _supervise(ray, coordinator, cfg, run_dir, plan.resume, stop)
     except Interrupted as e:
         status = 128 + stop.signum
         newest = CheckpointStore(run_dir).latest()
@@ -163,7 +168,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
         print(f"\nerror: {describe(e, where)}{hint}", file=sys.stderr, flush=True)
     finally:
         try:  # a stopped run does not wait for the step in flight: its roles go with the coordinator
-            ray.get(coord.shutdown.remote(), timeout=60) if status == 0 else ray.kill(coord)
+            ray.get(coords[-1].shutdown.remote(), timeout=60) if status == 0 else ray.kill(coords[-1])
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
         report = _report(run_dir)  # also for a run that stopped half-way: its plots show where
@@ -172,9 +177,41 @@ def _run(cfg, plan, resume_hint: str) -> int:
     return status
 
 
-def _drive(ray, coord, cfg, plan, stop: StopSignals) -> dict:
-    """Set-up, eval before, the RL steps, eval after, finish; every wait gives way to a stop signal."""
-    info = stop.wait(ray, coord.setup.remote(str(plan.resume) if plan.resume else None))
+def _supervise(ray, coordinator, cfg, run_dir: Path, resume, stop: StopSignals) -> dict:
+    """Drive the run with a coordinator from `coordinator(restarts)`. The coordinator recovers from a
+    role lost during a step itself; a process lost anywhere else (a role at set-up, in a recovery, an
+    eval or the finish, or the coordinator itself) makes the driver start a new coordinator from the
+    newest checkpoint, as a restarted driver would, so the run ends as if nothing had happened; at
+    most train.max_restarts times."""
+    from actors.checkpoints import CheckpointStore
+    from actors.errors import describe, lost_process
+    from actors.preflight import start_over
+
+    restarts, note = 0, None
+    while True:
+        coord = coordinator(restarts)
+        try:
+            return _drive(ray, coord, cfg, resume, stop, note)
+        except ray.exceptions.RayError as e:
+            if not lost_process(e) or restarts >= cfg.train.max_restarts:
+                raise
+            restarts += 1
+            note = (describe(e, "coordinator"), restarts)
+            ray.kill(coord)  # its roles and placement groups go with it
+            resume = CheckpointStore(run_dir).latest()
+            if resume is None:  # lost before the first checkpoint: a fresh start
+                start_over(run_dir)
+            print(f"\nlost {note[0]}; starting the coordinator again from {resume or 'the start'} (restart "
+                  f"{restarts} of train.max_restarts={cfg.train.max_restarts})", file=sys.stderr, flush=True)
+
+
+def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple[str, int] | None = None) -> dict:
+    """Set-up, eval before, the RL steps, eval after, finish; every wait gives way to a stop signal.
+    `restarted`: why the driver started this coordinator again, and how many times it has (recorded once
+    it is set up)."""
+    info = stop.wait(ray, coord.setup.remote(str(resume) if resume else None))
+    if restarted:
+        stop.wait(ray, coord.record_restart.remote(*restarted))
     print("placement: " + ", ".join(f"{len(v)} {role} on {len({x['node'] for x in v})} node(s)"
                                     for role, v in info["placement"].items()), flush=True)
     if info.get("drill_steps"):
@@ -183,7 +220,8 @@ def _drive(ray, coord, cfg, plan, stop: StopSignals) -> dict:
     if info.get("warmup_steps"):
         print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
               f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
-    if cfg.train.eval_before and not plan.resume:
+    # Not when resuming past step 0; but a run lost between its first checkpoint and this eval has none.
+    if cfg.train.eval_before and info["step"] == 0 and "before" not in info["evaluated"]:
         before = stop.wait(ray, coord.evaluate.remote("before"))
         shown = [k for k in ("tool_accuracy", "average_score", "success_rate", "turns_mean") if k in before]
         print("eval before RL: " + ", ".join(f"{k.replace('_', ' ')} {before[k]:.3f}" for k in shown), flush=True)

@@ -110,7 +110,8 @@ class Coordinator:
                 self.info.update(self._filter_by_difficulty())
             self.checkpoint()
         self.info.update(train_rows=len(self.train_rows), eval_rows=len(self.eval_rows), step=self.step,
-                         setup_seconds=time.perf_counter() - t0, base_model=self.base_model_dir)
+                         setup_seconds=time.perf_counter() - t0, base_model=self.base_model_dir,
+                         evaluated=sorted(self.eval_tables))
         self.run.event("setup", **{k: v for k, v in self.info.items() if not isinstance(v, dict)})
         return self.info
 
@@ -339,6 +340,14 @@ class Coordinator:
             if failure.role != "learner" and not getattr(self, "_learned", True):
                 self.checkpoint(self._before_step)  # the last completed step, with the learner as it was then
             raise self._stop(f"{failure} — more than train.max_restarts={self.cfg.train.max_restarts} failures")
+
+    def record_restart(self, cause: str, restarts: int) -> None:
+        """The driver started this coordinator again after losing a process outside a step (see
+        train.py): an event and a Ray metric, as for a role the coordinator replaced itself."""
+        self.run.event("recovery", step=self.step, role="coordinator", index=0, node=None, cause=cause,
+                       restarts=restarts)
+        if self.ray_metrics:
+            self.ray_metrics.recovery("coordinator")
 
     def _stop(self, why: str) -> RunStopped:
         newest = self.store.latest()

@@ -29,6 +29,28 @@ class RoleFailure(RuntimeError):
         return type(self), (self.role, self.index, self.node, self.cause), self.__dict__
 
 
+# How the loss of a role's process reads in RoleFailure.cause (the backend's `actor_failure`, the
+# actor group's deadline), as opposed to an exception its constructor or one of its calls raised.
+_LOST = ("ActorDiedError", "RayActorError", "WorkerCrashedError", "ActorUnavailableError", "NodeDiedError",
+         "no answer within")
+
+
+def lost_process(error: BaseException) -> bool:
+    """True when `error`, as the driver gets it from the coordinator, means a process of the run was
+    lost — the coordinator or a role killed, crashed or stuck, during set-up, a recovery, an eval or the
+    finish — and not code that raised or a run that stopped itself: the run can start again from its
+    newest checkpoint and end as if nothing had happened. A constructor that raised is no loss: it
+    would raise again."""
+    inner = _unwrapped(error)
+    if isinstance(inner, RunStopped):
+        return False
+    if isinstance(inner, RoleFailure):
+        return inner.cause.startswith(_LOST)
+    from ray.exceptions import RayActorError, WorkerCrashedError
+
+    return isinstance(inner, RayActorError | WorkerCrashedError) and not getattr(inner, "actor_init_failed", False)
+
+
 def root_cause(error: BaseException) -> str:
     """The root cause of an error, in one line: "ExcType: message".
 

@@ -141,6 +141,12 @@ def _placement_group(name: str, count: int, resources: dict[str, float], strateg
     bundle = {"CPU": resources.get("num_cpus", 1.0)}
     if resources.get("num_gpus"):
         bundle["GPU"] = resources["num_gpus"]
+    # A group of this name still there is a lost coordinator's: placement groups live as long as the
+    # job, not the actor that made them, so it would hold its bundles (and its name) for good.
+    try:
+        remove_placement_group(ray.util.get_placement_group(f"{name}-pg"))
+    except ValueError:  # none of that name (Ray raises rather than return None)
+        pass
     pg = placement_group([dict(bundle) for _ in range(count)], strategy=strategy, name=f"{name}-pg")
     ready, _ = ray.wait([pg.ready()], timeout=timeout_s)
     if not ready:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 import pytest
@@ -126,3 +127,44 @@ def test_too_many_failures_stop_the_run_with_one_message(runs):
     # The final checkpoint holds the last completed step: resuming it (more restarts allowed) finishes.
     stopped = [e for e in run.events("stopped")][-1]["step"]
     assert (run.run_dir / "checkpoints" / f"step_{stopped - 1:05d}" / "COMPLETE").exists()
+
+
+def _kill_when_up(run, marker: str, timeout: float = 300) -> int:
+    """kill -9 of the run's first process whose command line holds `marker` (Ray names a worker process
+    after the actor's class), as soon as it exists; returns its pid."""
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        assert run.proc.poll() is None, run.output()
+        for p in psutil.Process(run.proc.pid).children(recursive=True):
+            try:
+                if marker in " ".join(p.cmdline()):
+                    p.kill()
+                    return p.pid
+            except psutil.Error:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no {marker} process within {timeout}s")
+
+
+def test_kill9_of_the_coordinator_starts_it_again_from_the_newest_checkpoint(runs, straight):
+    run = start(runs, "coordinator-kill9")
+    run.wait_rows(3)
+    _kill_when_up(run, "Coordinator")
+    assert run.finish() == 0, run.output()
+    same_rows(straight.rows(), run.rows())
+    assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
+    rec = run.events("recovery")
+    assert [e["role"] for e in rec] == ["coordinator"] and "ActorDiedError" in rec[0]["cause"]
+    assert "starting the coordinator again from" in run.output()
+
+
+def test_kill9_of_the_learner_while_a_resumed_run_sets_up_is_survived(runs, straight):
+    run = start(runs, "setup-kill9")
+    run.wait_rows(3)
+    run.kill_driver()
+    again = start(runs, "setup-kill9")  # the same command; its learner dies while it loads the checkpoint
+    _kill_when_up(again, "Learner")
+    assert again.finish() == 0, again.output()
+    same_rows(straight.rows(), again.rows())
+    assert adapter_fingerprint(again.run_dir) == adapter_fingerprint(straight.run_dir)
+    assert "starting the coordinator again from" in again.output()
