@@ -19,6 +19,8 @@ MODULES = [
     "learner.micro_batches",
     "actors.checkpoints",
     "actors.data_stream",
+    "actors.restarts",
+    "actors.run_lock",
     "observe.tables",
     "observe.schema",
     "cluster.backend",

@@ -16,6 +16,7 @@ import time
 import psutil
 import pytest
 
+from tests.faults.chaos import Chaos, adapter_digest, format_log
 from tests.faults.harness import CANARY, ROOT, STEPS, adapter_fingerprint, same_rows, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed, pytest.mark.faults]
@@ -146,25 +147,28 @@ def _kill_when_up(run, marker: str, timeout: float = 300) -> int:
     raise AssertionError(f"no {marker} process within {timeout}s")
 
 
-def test_kill9_of_the_coordinator_starts_it_again_from_the_newest_checkpoint(runs, straight):
-    run = start(runs, "coordinator-kill9")
-    run.wait_rows(3)
-    _kill_when_up(run, "Coordinator")
+def test_kill9_of_the_learner_during_set_up_is_survived(runs, straight):
+    """Lost before the first checkpoint: the driver starts a new coordinator on a fresh run. (A loss
+    during a resumed run's set-up, or of the coordinator itself, is in the chaos test below.)"""
+    run = start(runs, "setup-kill9")
+    _kill_when_up(run, "Learner")
     assert run.finish() == 0, run.output()
     same_rows(straight.rows(), run.rows())
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
-    rec = run.events("recovery")
-    assert [e["role"] for e in rec] == ["coordinator"] and "ActorDiedError" in rec[0]["cause"]
-    assert "starting the coordinator again from" in run.output()
+    assert "starting the coordinator again from the start" in run.output()
+    assert [e["role"] for e in run.events("recovery")] == ["coordinator"]
 
 
-def test_kill9_of_the_learner_while_a_resumed_run_sets_up_is_survived(runs, straight):
-    run = start(runs, "setup-kill9")
-    run.wait_rows(3)
-    run.kill_driver()
-    again = start(runs, "setup-kill9")  # the same command; its learner dies while it loads the checkpoint
-    _kill_when_up(again, "Learner")
-    assert again.finish() == 0, again.output()
-    same_rows(straight.rows(), again.rows())
-    assert adapter_fingerprint(again.run_dir) == adapter_fingerprint(straight.run_dir)
-    assert "starting the coordinator again from" in again.output()
+def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, straight):
+    """A short `make chaos`: kill -9 of a worker, of the coordinator (set up again from a checkpoint),
+    of the learner during a checkpoint write, of the learner and then of its replacement while it
+    recovers, of a process doing a push, one after the other; the run ends with the straight run's rows
+    and adapter bytes."""
+    chaos = Chaos(runs, "chaos", STEPS, kills=6, seed=0, pause=(0.0, 0.5),
+                  kinds=["rollout", "coordinator", "checkpoint", "learner", "recovery", "push"])
+    run = chaos.play()
+    print(format_log(chaos.log))
+    same_rows(straight.rows(), run.rows())
+    assert adapter_digest(run.run_dir) == adapter_digest(straight.run_dir)
+    done = [e for e in chaos.log if e["role"] != "missed"]
+    assert len(done) >= 5 and done[1]["role"] == "coordinator", format_log(chaos.log)
