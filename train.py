@@ -85,6 +85,9 @@ def main(argv: list[str] | None = None) -> int:
     if plan.resume is None and (plan.run_dir / "config.json").exists():
         gone = start_over(plan.run_dir)
         print(f"run {plan.run_dir.name} has no complete checkpoint: starting it over (removed {', '.join(gone)})")
+    from observe.tracking import note_tags
+
+    note_tags(cfg.tracking, plan.run_dir, preset)  # the trackers' tags that only the driver knows
     resume_hint = f"python train.py --config {args.config} --set train.run_name={plan.run_dir.name}"
     try:
         return _run(cfg, plan, resume_hint)
@@ -125,6 +128,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
     from actors.errors import RunStopped, describe
     from actors.preflight import resource_problems
     from cluster.runtime import connect, role_env
+    from observe.tracking import finish_runs
 
     where = connect(cfg.cluster)
     problems = resource_problems(cfg, ray.cluster_resources())
@@ -172,6 +176,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
         report = _report(run_dir)  # also for a run that stopped half-way: its plots show where
+        finish_runs(cfg.tracking, run_dir, status)  # report and adapter to the trackers; never raises
     if summary is not None:
         _print_summary(summary, report)
     return status
@@ -182,27 +187,34 @@ def _supervise(ray, coordinator, cfg, run_dir: Path, resume, stop: StopSignals) 
     role lost during a step itself; a process lost anywhere else (a role at set-up, in a recovery, an
     eval or the finish, or the coordinator itself) makes the driver start a new coordinator from the
     newest checkpoint, as a restarted driver would, so the run ends as if nothing had happened; at
-    most train.max_restarts times."""
+    most train.max_restarts times within train.restart_window steps."""
     from actors.checkpoints import CheckpointStore
     from actors.errors import describe, lost_process
     from actors.preflight import start_over
+    from actors.restarts import RestartBudget
 
-    restarts, note = 0, None
+    def step_of(checkpoint: Path | None) -> int:
+        return int(checkpoint.name.removeprefix("step_")) if checkpoint else 0
+
+    t, restarts, note = cfg.train, 0, None
+    budget = RestartBudget(t.max_restarts, t.restart_window)
     while True:
         coord = coordinator(restarts)
         try:
             return _drive(ray, coord, cfg, resume, stop, note)
         except ray.exceptions.RayError as e:
-            if not lost_process(e) or restarts >= cfg.train.max_restarts:
+            newest = CheckpointStore(run_dir).latest()
+            recent = budget.spend("coordinator", step_of(newest))
+            if not lost_process(e) or budget.exhausted(recent):
                 raise
-            restarts += 1
+            restarts, resume = restarts + 1, newest
             note = (describe(e, "coordinator"), restarts)
             ray.kill(coord)  # its roles and placement groups go with it
-            resume = CheckpointStore(run_dir).latest()
             if resume is None:  # lost before the first checkpoint: a fresh start
                 start_over(run_dir)
             print(f"\nlost {note[0]}; starting the coordinator again from {resume or 'the start'} (restart "
-                  f"{restarts} of train.max_restarts={cfg.train.max_restarts})", file=sys.stderr, flush=True)
+                  f"{recent} of train.max_restarts={t.max_restarts} within {t.restart_window} steps)",
+                  file=sys.stderr, flush=True)
 
 
 def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple[str, int] | None = None) -> dict:

@@ -27,6 +27,7 @@ from actors.checkpoints import CheckpointStore
 from actors.data_stream import PromptStream
 from actors.errors import PushError, RoleFailure, RunStopped, root_cause
 from actors.generation import Generation
+from actors.restarts import RestartBudget
 from actors.reward_pool import RewardActor
 from actors.roles import Roles
 from actors.rollout_worker import RolloutWorker
@@ -43,6 +44,7 @@ from learner.learner import Learner
 from models.tiny import resolve_model
 from observe.ray_metrics import RayMetrics
 from observe.run_log import RunLog
+from observe.tracking import open_trackers
 from tasks.base import load_task
 
 log = logging.getLogger(__name__)
@@ -57,13 +59,15 @@ class Coordinator:
         self.cfg, self.backend = cfg, backend or RayBackend()
         self.classes = {**ROLES, **(roles or {})}
         self.task = load_task(cfg.task)
-        self.run = RunLog(run_dir)
-        self.run.write_json("config.json", redacted(cfg.model_dump(mode="json")))
+        config = redacted(cfg.model_dump(mode="json"))
+        self.run = RunLog(run_dir, trackers=open_trackers(cfg.tracking, run_dir, config))
+        self.run.write_json("config.json", config)
         self.store = CheckpointStore(run_dir, cfg.train.keep_checkpoints)
         self.eval_keys = self.task.eval_keys  # the eval table's scalar rows
         self.switch = NGRPOSwitch.from_config(cfg.algorithm.ngrpo)
         self.version = self.step = 0
         self.restarts = 0  # replaced roles in this process (never rolled back)
+        self.budget = RestartBudget(cfg.train.max_restarts, cfg.train.restart_window)
         self.skipped_in_a_row = 0  # updates skipped for a non-finite loss or gradient
         self.kept_rows: list[int] | None = None  # training rows the difficulty filter kept
         self._next: tuple[list[dict], Generation] | None = None  # the one-step-off pipeline's next batch
@@ -329,17 +333,22 @@ class Coordinator:
         self.run.event(why, step=self.step, path=str(path), version=self.version, metrics_rows=kept)
 
     def _on_failure(self, failure: RoleFailure) -> None:
-        """Count a failed role; each is an event and a Ray metric. Past train.max_restarts, stop."""
+        """Count a failed role; each is an event and a Ray metric. Past train.max_restarts of that role
+        within train.restart_window steps, stop."""
         self.restarts += 1
+        recent = self.budget.spend(failure.role, self.step)
         self.run.event("recovery", step=self.step, role=failure.role, index=failure.index, node=failure.node,
                        cause=failure.cause, restarts=self.restarts)
         if self.ray_metrics:
             self.ray_metrics.recovery(failure.role)
-        log.warning("recovering from %s (restart %d of %d)", failure, self.restarts, self.cfg.train.max_restarts)
-        if self.restarts > self.cfg.train.max_restarts:
+        t = self.cfg.train
+        log.warning("recovering from %s (%s restart %d of %d within %d steps)", failure, failure.role, recent,
+                    t.max_restarts, t.restart_window)
+        if self.budget.exhausted(recent):
             if failure.role != "learner" and not getattr(self, "_learned", True):
                 self.checkpoint(self._before_step)  # the last completed step, with the learner as it was then
-            raise self._stop(f"{failure} — more than train.max_restarts={self.cfg.train.max_restarts} failures")
+            raise self._stop(f"{failure} — more than train.max_restarts={t.max_restarts} failures of "
+                             f"{failure.role} within train.restart_window={t.restart_window} steps")
 
     def record_restart(self, cause: str, restarts: int) -> None:
         """The driver started this coordinator again after losing a process outside a step (see

@@ -20,7 +20,7 @@ from configs.root import Config
 
 # Files of a run that a fresh start replaces (a run that never reached a complete checkpoint).
 RUN_OUTPUTS = ("metrics.jsonl", "events.jsonl", "eval.json", "eval_table.md", "ngrpo_switch_events.json",
-               "tensorboard", "report", "checkpoints", "adapter")
+               "tensorboard", "report", "checkpoints", "adapter", "tracking.json")
 
 
 class PreflightError(Exception):
@@ -59,6 +59,7 @@ def preflight(cfg: Config, run_dir: Path) -> Plan:
     problems += _writable(plan.run_dir)
     problems += _rewards(cfg)
     problems += _task(cfg)
+    problems += _trackers(cfg)
     if problems:
         raise PreflightError(problems)
     return plan
@@ -126,10 +127,10 @@ def _trusted(checkpoint: Path, key: str) -> None:
 
 
 # Keys a resumed run may change: how long it runs, how it is watched and where it runs.
-MAY_CHANGE = ("train.steps", "train.resume", "train.progress", "train.max_restarts", "train.max_skipped_updates",
-              "train.checkpoint_every", "train.keep_checkpoints", "train.eval_after", "train.run_dir",
+MAY_CHANGE = ("train.steps", "train.resume", "train.progress", "train.max_restarts", "train.restart_window",
+              "train.max_skipped_updates", "train.checkpoint_every", "train.keep_checkpoints", "train.eval_after", "train.run_dir",
               "train.run_name", "cluster.", "rollout.call_timeout_s", "rollout.start_timeout_s",
-              "learner.call_timeout_s")
+              "learner.call_timeout_s", "tracking")
 
 
 def config_changes(cfg: Config, run_dir: Path) -> list[str]:
@@ -189,6 +190,13 @@ def _rewards(cfg: Config) -> list[str]:
         except Exception as e:  # noqa: BLE001 - user code raised while importing
             out.append(f"reward.functions[{i}].name: importing {f.name!r} raised {type(e).__name__}: {e}")
     return out
+
+
+def _trackers(cfg: Config) -> list[str]:
+    """Each named tracker's package imports (mlflow and wandb are optional extras)."""
+    from observe.tracking import unavailable
+
+    return unavailable(cfg.tracking.backends)
 
 
 def _task(cfg: Config) -> list[str]:

@@ -13,6 +13,7 @@ from configs.model import ModelConfig
 from configs.reward import RewardConfig
 from configs.rollout import RolloutConfig
 from configs.task import TaskConfig
+from configs.tracking import TrackingConfig
 from configs.train import MAX_SAMPLES_PER_STEP, TrainConfig
 
 
@@ -37,6 +38,8 @@ class Config(Section):
     """Multi-turn agent episodes (off: single-turn completions)."""
     cluster: ClusterConfig = ClusterConfig()
     """How the job meets Ray."""
+    tracking: TrackingConfig = TrackingConfig()
+    """The experiment trackers (TensorBoard, MLflow, W&B) the run reports to."""
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:

@@ -106,8 +106,12 @@ class TrainConfig(Section):
     pickled files, i.e. runs code: list only folders no one else can write to. Wherever it is, the
     checkpoint and its run folder must belong to you and be writable by no one else."""
     max_restarts: int = Field(3, ge=0, le=1000)
-    """Replacements of dead or hung roles (rollout workers, learner group) the run may make; past it
-    the run stops after a final checkpoint, naming the role, its node and the cause."""
+    """Replacements of dead or hung processes of one role (rollout workers, the learner group, the
+    coordinator) the run may make within `restart_window` steps; past it the run stops after a final
+    checkpoint, naming the role, its node and the cause."""
+    restart_window: int = Field(100, ge=1, le=1_000_000)
+    """Steps over which `max_restarts` counts: a long run survives many faults far apart, a crash loop
+    still stops."""
     max_skipped_updates: int = Field(3, ge=1, le=1000)
     """Updates in a row that may be skipped for a non-finite loss or gradient norm before the run stops."""
     run_dir: str = "runs"

@@ -2,6 +2,7 @@
 
 - `ray_metrics`: metrics rows as Ray gauges/counters (Ray dashboard, Prometheus); `grafana`: its dashboard.
 - `tensorboard`: metrics rows and eval tables as TensorBoard scalars in `<run_dir>/tensorboard/`.
+- `tracking`: the same records fanned out to the configured trackers (TensorBoard, MLflow, W&B).
 - `runs`: reading a run directory back, tolerant of runs that died half-way.
 - `plots`, `report`: PNG plots and a Markdown report of one run directory.
 - `compare`: several runs in one figure.

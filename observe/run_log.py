@@ -1,8 +1,10 @@
-"""The run directory: metrics.jsonl (one row per step), events, eval.json, config snapshot, and the
-same metrics as TensorBoard scalars in tensorboard/.
+"""The run directory: metrics.jsonl (one row per step), events, eval.json, config snapshot; each row and
+eval table also goes to the run's trackers (`observe.tracking`: TensorBoard scalars in tensorboard/ by
+default, MLflow, W&B).
 
 Owns file formats only. Rows are flushed as they are written so a crashed run keeps its history; the
-TensorBoard copy is flushed every few seconds and at close (it is for looking, the JSONL is the record).
+trackers' copies are for looking, the JSONL is the record: a tracker that fails is dropped (an event
+`tracker_dropped`) and the run goes on.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from observe.files import atomic_write_text
 from observe.tensorboard import TensorBoardLog
+from observe.tracking import Trackers
 
 
 def _clean(v: Any) -> Any:
@@ -23,14 +26,26 @@ def _clean(v: Any) -> Any:
 
 
 class RunLog:
-    def __init__(self, run_dir: str | Path, tensorboard: bool = True) -> None:
+    def __init__(self, run_dir: str | Path, tensorboard: bool = True,
+                 trackers: Trackers | None = None) -> None:
+        """`trackers`: where rows and eval tables go besides the files (`observe.tracking.open_trackers`);
+        None: TensorBoard alone, or nothing with tensorboard=False."""
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")
         self._events = open(self.dir / "events.jsonl", "a", encoding="utf-8")
-        # Each RunLog opens a new event file (the JSONL files are appended to); TensorBoard reads all
-        # the files in the folder as one run.
-        self.tensorboard = TensorBoardLog(self.dir / "tensorboard") if tensorboard else None
+        # Each RunLog opens a new TensorBoard event file (the JSONL files are appended to); TensorBoard
+        # reads all the files in the folder as one run.
+        if trackers is None:
+            trackers = Trackers([TensorBoardLog(self.dir / "tensorboard")] if tensorboard else [])
+        self.trackers, self.tracker_failures = trackers, 0
+        for name, why in trackers.dropped:  # those that failed to open, before there was an events file
+            self._dropped(name, why)
+        trackers.on_drop = self._dropped
+
+    def _dropped(self, name: str, why: str) -> None:
+        self.tracker_failures += 1
+        self.event("tracker_dropped", tracker=name, error=why, failures=self.tracker_failures)
 
     def truncate_metrics(self, last_step: int) -> int:
         """Keep only the rows of steps <= `last_step` (a resumed or rolled-back run writes the later
@@ -52,14 +67,12 @@ class RunLog:
     def metrics(self, row: dict[str, Any]) -> None:
         self._metrics.write(json.dumps({k: _clean(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
         self._metrics.flush()
-        if self.tensorboard is not None:
-            self.tensorboard.metrics(row)
+        self.trackers.metrics(row)
 
     def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None:
-        """An eval table (e.g. tag "before" / "after") as TensorBoard scalars eval/<tag>/…, at `step`
+        """An eval table (e.g. tag "before" / "after") to the trackers as scalars eval/<tag>/…, at `step`
         or the table's policy_version. eval.json stays the caller's, through `write_json`."""
-        if self.tensorboard is not None:
-            self.tensorboard.eval(tag, table, step)
+        self.trackers.eval(tag, table, step)
 
     def event(self, kind: str, **fields: Any) -> None:
         self._events.write(json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n")
@@ -76,6 +89,5 @@ class RunLog:
 
     def close(self) -> None:
         self._metrics.close()
+        self.trackers.close()  # before the events file: a tracker failing to close is an event too
         self._events.close()
-        if self.tensorboard is not None:
-            self.tensorboard.close()

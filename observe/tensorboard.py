@@ -49,6 +49,8 @@ class TensorBoardLog:
     >>> tb.scalars({"reward_mean": 0.4}, step=1); tb.close()  # doctest: +SKIP
     """
 
+    name = "tensorboard"  # as a tracker (observe.tracking)
+
     def __init__(self, log_dir: str | Path, flush_secs: float = 5.0) -> None:
         self.dir = Path(log_dir)
         self._writer = EventFileWriter(str(self.dir), flush_secs=flush_secs)

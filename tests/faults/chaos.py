@@ -27,7 +27,8 @@ import psutil
 from tests.faults.harness import Run, same_rows, start
 
 # A role's worker process is titled after its class (and method) by Ray.
-MARKERS = {"rollout": "RolloutWorker", "learner": "Learner", "reward": "RewardActor", "coordinator": "Coordinator"}
+MARKERS = {"rollout": "RolloutWorker", "learner": "Learner", "reward": "RewardActor",
+           "coordinator": "Coordinator"}
 # What is running while a weight push is under way.
 PUSH_MARKERS = ("RolloutWorker.load_adapter", "Learner.export_lora")
 
@@ -62,7 +63,8 @@ class Chaos:
         if self.kinds:
             return list(self.kinds)
         rng = random.Random(self.seed)
-        kinds = [rng.choice(["rollout", "learner", "reward", "coordinator", "driver"]) for _ in range(self.kills)]
+        roles = ["rollout", "learner", "reward", "coordinator", "driver"]
+        kinds = [rng.choice(roles) for _ in range(self.kills)]
         special = {1: "checkpoint", 3: "push", 5: "recovery"}
         for i, kind in special.items():
             if i < len(kinds):
@@ -120,8 +122,8 @@ class Chaos:
                 target = next(iter(processes(run, MARKERS[role])), None)
         elif kind == "push":
             found = []
-            self._wait(run, lambda r: bool(found.extend(p for m in PUSH_MARKERS for p in processes(r, m)) or found),
-                       120)
+            pushing = lambda r: bool(found.extend(p for m in PUSH_MARKERS for p in processes(r, m)) or found)  # noqa: E731
+            self._wait(run, pushing, 120)
             target = found[0] if found else None
         elif kind == "recovery" and last is not None and last["role"] in MARKERS:
             old = set(last["pids"])
@@ -147,8 +149,9 @@ class Chaos:
 
     def _record(self, kind: str, role: str, pid: int | None, title: str, rows: int, t0: float,
                 pids: list[int] | None = None) -> None:
-        self.log.append({"n": len(self.log) + 1, "t": round(time.monotonic() - t0, 1), "kind": kind, "role": role,
-                         "pid": pid, "title": title.strip()[:60], "rows": rows, "pids": pids or [pid]})
+        self.log.append({"n": len(self.log) + 1, "t": round(time.monotonic() - t0, 1), "kind": kind,
+                         "role": role, "pid": pid, "title": title.strip()[:60], "rows": rows,
+                         "pids": pids or [pid]})
 
 
 def adapter_digest(run_dir: Path) -> str:
@@ -157,7 +160,8 @@ def adapter_digest(run_dir: Path) -> str:
 
 def format_log(log: list[dict]) -> str:
     lines = [f"{'#':>2} {'t (s)':>6} {'rows':>4}  {'kind':<11} {'killed':<12} process"]
-    lines += [f"{e['n']:>2} {e['t']:>6} {e['rows']:>4}  {e['kind']:<11} {e['role']:<12} {e['title']}" for e in log]
+    lines += [f"{e['n']:>2} {e['t']:>6} {e['rows']:>4}  {e['kind']:<11} {e['role']:<12} {e['title']}"
+              for e in log]
     return "\n".join(lines)
 
 
@@ -190,9 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     done = sum(1 for e in chaos.log if e["role"] != "missed")
     print(format_log(chaos.log))
-    print(f"\nchaos: {done} kills ({len(chaos.log) - done} missed) in a {args.steps}-step run, seed {args.seed}: "
-          f"{len(run.rows())} rows identical to the straight run's, adapter {adapter_digest(run.run_dir)} on both; "
-          f"{time.monotonic() - t:.0f} s in all (runs in {chaos.parent})")
+    print(f"\nchaos: {done} kills ({len(chaos.log) - done} missed) in a {args.steps}-step run, seed "
+          f"{args.seed}: {len(run.rows())} rows identical to the straight run's, adapter "
+          f"{adapter_digest(run.run_dir)} on both; {time.monotonic() - t:.0f} s in all "
+          f"(runs in {chaos.parent})")
     return 0
 
 
