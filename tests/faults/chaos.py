@@ -54,7 +54,7 @@ class Chaos:
     seed: int
     settings: tuple[str, ...] = ("train.max_restarts=100",)
     kinds: list[str] | None = None  # a fixed schedule instead of the seeded one
-    pause: tuple[float, float] = (2.0, 5.0)  # seconds after the run's progress before the next kill
+    pause: tuple[float, float] = (0.5, 1.5)  # seconds after the run's progress before the next kill
     log: list[dict] = field(default_factory=list)
 
     def schedule(self) -> list[str]:
