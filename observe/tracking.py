@@ -193,7 +193,38 @@ def _eval_step(table: dict[str, Any], step: int | None) -> int:
     return int(step if step is not None else numeric(table.get("policy_version")) or 0)
 
 
-class MlflowTracker:
+class _SentOnce:
+    """`metrics` and `eval` of a backend whose run goes on across restarts: what tracking.json says this
+    backend was sent is not sent again (a resumed run writes its rows after the checkpoint again)."""
+
+    name: str
+    state: TrackingState
+    own: dict[str, Any]
+
+    def _send(self, values: dict[str, float], step: int) -> None:
+        raise NotImplementedError
+
+    def _eval_at(self, step: int) -> int:
+        return step
+
+    def metrics(self, row: dict[str, Any]) -> None:
+        step = row.get("step")
+        if not isinstance(step, int) or self.state.sent(self.name, step):
+            return
+        self._send(row_scalars(row), step)
+        self.own["step"] = step
+        self.state.save()
+
+    def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None:
+        step = _eval_step(table, step)
+        if f"{tag}@{step}" in self.own["evals"]:
+            return
+        self._send(eval_scalars(tag, table), self._eval_at(step))
+        self.own["evals"].append(f"{tag}@{step}")
+        self.state.save()
+
+
+class MlflowTracker(_SentOnce):
     """One MLflow run, through MlflowClient with an explicit run id (no global active run)."""
 
     name = "mlflow"
@@ -231,7 +262,7 @@ class MlflowTracker:
                 raise
             return found.experiment_id
 
-    def _log(self, values: dict[str, float], step: int) -> None:
+    def _send(self, values: dict[str, float], step: int) -> None:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
@@ -239,27 +270,11 @@ class MlflowTracker:
         for i in range(0, len(items), 1000):  # MLflow takes at most 1000 metrics a request
             self.client.log_batch(self.run_id, metrics=items[i:i + 1000])
 
-    def metrics(self, row: dict[str, Any]) -> None:
-        step = row.get("step")
-        if not isinstance(step, int) or self.state.sent(self.name, step):
-            return
-        self._log(row_scalars(row), step)
-        self.own["step"] = step
-        self.state.save()
-
-    def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None:
-        step = _eval_step(table, step)
-        if f"{tag}@{step}" in self.own["evals"]:
-            return
-        self._log(eval_scalars(tag, table), step)
-        self.own["evals"].append(f"{tag}@{step}")
-        self.state.save()
-
     def close(self) -> None:
         """Nothing to flush; the driver ends the run (`finish_runs`), with the run's outcome."""
 
 
-class WandbTracker:
+class WandbTracker(_SentOnce):
     """One W&B run (online, or offline under WANDB_MODE=offline), resumed by id."""
 
     name = "wandb"
@@ -277,24 +292,14 @@ class WandbTracker:
         self.own["run_id"] = self.run.id
         state.save()
 
-    def metrics(self, row: dict[str, Any]) -> None:
-        step = row.get("step")
-        if not isinstance(step, int) or self.state.sent(self.name, step):
-            return
-        self.run.log(row_scalars(row), step=step)
+    def _send(self, values: dict[str, float], step: int) -> None:
+        self.run.log(values, step=step)
         self.last = max(self.last, step)
-        self.own["step"] = step
-        self.state.save()
 
-    def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None:
-        step = _eval_step(table, step)
-        if f"{tag}@{step}" in self.own["evals"]:
-            return
+    def _eval_at(self, step: int) -> int:
         # A table of a policy version behind the last step (skipped updates) goes at the last step;
         # its eval/<tag>/policy_version says which policy it measured.
-        self.run.log(eval_scalars(tag, table), step=max(step, self.last))
-        self.own["evals"].append(f"{tag}@{step}")
-        self.state.save()
+        return max(step, self.last)
 
     def close(self) -> None:
         import wandb
