@@ -221,9 +221,12 @@ def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple[str, int
     """Set-up, eval before, the RL steps, eval after, finish; every wait gives way to a stop signal.
     `restarted`: why the driver started this coordinator again, and how many times it has (recorded once
     it is set up)."""
+    from actors.errors import RoleFailure
+
     info = stop.wait(ray, coord.setup.remote(str(resume) if resume else None))
     if restarted:
-        stop.wait(ray, coord.record_restart.remote(*restarted))
+        cause, count = restarted
+        stop.wait(ray, coord.record_recovery.remote(RoleFailure("coordinator", 0, None, cause), count))
     print("placement: " + ", ".join(f"{len(v)} {role} on {len({x['node'] for x in v})} node(s)"
                                     for role, v in info["placement"].items()), flush=True)
     if info.get("drill_steps"):

@@ -337,10 +337,7 @@ class Coordinator:
         within train.restart_window steps, stop."""
         self.restarts += 1
         recent = self.budget.spend(failure.role, self.step)
-        self.run.event("recovery", step=self.step, role=failure.role, index=failure.index, node=failure.node,
-                       cause=failure.cause, restarts=self.restarts)
-        if self.ray_metrics:
-            self.ray_metrics.recovery(failure.role)
+        self.record_recovery(failure, self.restarts)
         t = self.cfg.train
         log.warning("recovering from %s (%s restart %d of %d within %d steps)", failure, failure.role, recent,
                     t.max_restarts, t.restart_window)
@@ -350,13 +347,13 @@ class Coordinator:
             raise self._stop(f"{failure} — more than train.max_restarts={t.max_restarts} failures of "
                              f"{failure.role} within train.restart_window={t.restart_window} steps")
 
-    def record_restart(self, cause: str, restarts: int) -> None:
-        """The driver started this coordinator again after losing a process outside a step (see
-        train.py): an event and a Ray metric, as for a role the coordinator replaced itself."""
-        self.run.event("recovery", step=self.step, role="coordinator", index=0, node=None, cause=cause,
-                       restarts=restarts)
+    def record_recovery(self, failure: RoleFailure, restarts: int) -> None:
+        """A replaced role as an event and a Ray metric; the driver calls it too, for the coordinator it
+        started again after losing a process outside a step (see train.py)."""
+        self.run.event("recovery", step=self.step, role=failure.role, index=failure.index, node=failure.node,
+                       cause=failure.cause, restarts=restarts)
         if self.ray_metrics:
-            self.ray_metrics.recovery("coordinator")
+            self.ray_metrics.recovery(failure.role)
 
     def _stop(self, why: str) -> RunStopped:
         newest = self.store.latest()

@@ -20,6 +20,7 @@ import os
 import re
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Protocol
@@ -193,16 +194,18 @@ def _eval_step(table: dict[str, Any], step: int | None) -> int:
     return int(step if step is not None else numeric(table.get("policy_version")) or 0)
 
 
-class _SentOnce:
+class _SentOnce(ABC):
     """`metrics` and `eval` of a backend whose run goes on across restarts: what tracking.json says this
-    backend was sent is not sent again (a resumed run writes its rows after the checkpoint again)."""
+    backend was sent is not sent again (a resumed run writes its rows after the checkpoint again).
+    Each backend says how it sends (`_send`)."""
 
     name: str
     state: TrackingState
     own: dict[str, Any]
 
+    @abstractmethod
     def _send(self, values: dict[str, float], step: int) -> None:
-        raise NotImplementedError
+        """Log `values` at `step` in the backend's run."""
 
     def _eval_at(self, step: int) -> int:
         return step
