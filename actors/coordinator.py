@@ -7,15 +7,14 @@ every worker (one object reference, verified by fingerprint and probe) → recor
 A run checkpoints at its start and every `train.checkpoint_every` steps (`actors.checkpoints`), and can
 go back to its newest checkpoint: on resume (a new process), or when the learner group fails (it is
 rebuilt, and the coordinator rolls back its own state with it). Runs are deterministic, so the steps
-done again give the rows they gave the first time. The roles are started through `actors.roles.Roles`,
-as Ray actors in a run or in this process for unit tests (`roles` swaps a role's class).
+done again give the rows they gave the first time (that part is `actors.run_state.RunState`). The
+roles are started through `actors.roles.Roles`, as Ray actors in a run or in this process for unit
+tests (`roles` swaps a role's class).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import shutil
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,14 +24,15 @@ import torch
 
 from actors.checkpoints import CheckpointStore
 from actors.data_stream import PromptStream
-from actors.errors import PushError, RoleFailure, RunStopped, root_cause
+from actors.errors import PushError, RoleFailure, root_cause
 from actors.generation import Generation
 from actors.restarts import RestartBudget
 from actors.reward_pool import RewardActor
 from actors.roles import Roles
 from actors.rollout_worker import RolloutWorker
+from actors.run_state import RunState
 from actors.setup_steps import difficulty_keep, probe_sequence, run_warmup
-from actors.step_data import generation_from_state, generation_state, judge_matrix, rollout_stats, train_batch
+from actors.step_data import judge_matrix, rollout_stats, train_batch
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 ROLES = {"rollout": RolloutWorker, "learner": Learner, "reward": RewardActor}
 
 
-class Coordinator:
+class Coordinator(RunState):
     reward_pool = True  # score samples with the reward actors (an agent run's environment scores its own)
 
     def __init__(self, cfg: Config, run_dir: str, backend: Backend | None = None,
@@ -283,86 +283,6 @@ class Coordinator:
         if every and self.step % every == 0:
             self.checkpoint()
         return row
-
-    # ---- checkpoints, resume, recovery ------------------------------------------------------------
-    def state_dict(self) -> dict:
-        """The coordinator's part of a checkpoint: what decides the rest of the run, and the metrics
-        position (the step: rows after it are written again on resume)."""
-        return {"step": self.step, "policy_version": self.version, "stream": self.stream.state_dict(),
-                "ngrpo_switch": self.switch.state_dict(), "eval_tables": self.eval_tables,
-                "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row,
-                "next": generation_state(*self._next) if self._next else None}
-
-    def checkpoint(self, state: dict | None = None) -> Path:
-        """An atomic, complete checkpoint of the state after the current step (or of `state`, with the
-        learner as it is). One that cannot be written (a full disk) stops the run: the previous
-        checkpoint stays the newest complete one."""
-        state = state or self.state_dict()
-        tmp = self.store.begin(state["step"])
-        try:
-            self.roles.save(str(tmp))
-            (tmp / "coordinator.json").write_text(json.dumps(state), encoding="utf-8")
-            path = self.store.commit(tmp, state["step"])
-        except RoleFailure:
-            raise
-        except Exception as e:  # noqa: BLE001 - OSError here, or one raised by a learner rank
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise self._stop(f"could not write the checkpoint of step {self.step}: {root_cause(e)}") from None
-        self.run.event("checkpoint", step=state["step"], path=str(path), version=state["policy_version"])
-        return path
-
-    def _restore(self, path: Path | None, why: str) -> None:
-        """Go to the checkpoint at `path`: learner state, coordinator state, metrics position, and the
-        checkpoint's policy on every worker."""
-        if path is None:
-            raise self._stop("no complete checkpoint to go back to")
-        state = json.loads((path / "coordinator.json").read_text(encoding="utf-8"))
-        version = self.roles.restore(str(path))
-        if state["kept_rows"] is not None and self.kept_rows is None:
-            self._keep_rows(state["kept_rows"])
-        self.step, self.version = state["step"], state["policy_version"]
-        self.stream.load_state_dict(state["stream"])
-        self.switch.load_state_dict(state["ngrpo_switch"])
-        self.eval_tables, self.skipped_in_a_row = state["eval_tables"], state["skipped_in_a_row"]
-        self._next = generation_from_state(state["next"]) if state.get("next") else None
-        kept = self.run.truncate_metrics(self.step)
-        if version > 0:
-            self.roles.push(rollback=True)
-        else:  # the checkpoint of step 0 serves the base model: a fresh engine does too
-            self.roles.update_ref = None
-        self.run.event(why, step=self.step, path=str(path), version=self.version, metrics_rows=kept)
-
-    def _on_failure(self, failure: RoleFailure) -> None:
-        """Count a failed role; each is an event and a Ray metric. Past train.max_restarts of that role
-        within train.restart_window steps, stop."""
-        self.restarts += 1
-        recent = self.budget.spend(failure.role, self.step)
-        self.record_recovery(failure, self.restarts)
-        t = self.cfg.train
-        log.warning("recovering from %s (%s restart %d of %d within %d steps)", failure, failure.role, recent,
-                    t.max_restarts, t.restart_window)
-        if self.budget.exhausted(recent):
-            if failure.role != "learner" and not getattr(self, "_learned", True):
-                self.checkpoint(self._before_step)  # the last completed step, with the learner as it was then
-            raise self._stop(f"{failure} — more than train.max_restarts={t.max_restarts} failures of "
-                             f"{failure.role} within train.restart_window={t.restart_window} steps")
-
-    def record_recovery(self, failure: RoleFailure, restarts: int) -> None:
-        """A replaced role as an event and a Ray metric; the driver calls it too, for the coordinator it
-        started again after losing a process outside a step (see train.py)."""
-        self.run.event("recovery", step=self.step, role=failure.role, index=failure.index, node=failure.node,
-                       cause=failure.cause, restarts=restarts)
-        if self.ray_metrics:
-            self.ray_metrics.recovery(failure.role)
-
-    def _stop(self, why: str) -> RunStopped:
-        newest = self.store.latest()
-        where = f"the newest complete checkpoint is {newest}" if newest else "there is no complete checkpoint"
-        self.run.event("stopped", step=self.step, reason=why)
-        return RunStopped(f"run stopped at step {self.step}: {why}; {where}")
-
-    def get_step(self) -> int:
-        return self.step
 
     # ---- evaluation & outputs ---------------------------------------------------------------------
     def evaluate(self, tag: str) -> dict:
