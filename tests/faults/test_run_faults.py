@@ -160,15 +160,16 @@ def test_kill9_of_the_learner_during_set_up_is_survived(runs, straight):
 
 
 def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, straight):
-    """A short `make chaos`: kill -9 of a worker, of the coordinator (set up again from a checkpoint),
-    of the learner during a checkpoint write, of the learner and then of its replacement while it
-    recovers, of a process doing a push, one after the other; the run ends with the straight run's rows
-    and adapter bytes."""
+    """A short `make chaos`: kill -9 of the learner, then of its replacement while it recovers, of the
+    coordinator (set up again from a checkpoint), then, as far as the six steps go, of a process writing
+    a checkpoint, of one doing a push and of a worker; the run ends with the straight run's rows and
+    adapter bytes. (How many of the last three fit depends on timing; `make chaos` runs 40 steps.)"""
     chaos = Chaos(runs, "chaos", STEPS, kills=6, seed=0, pause=(0.0, 0.5),
-                  kinds=["rollout", "coordinator", "checkpoint", "learner", "recovery", "push"])
+                  kinds=["learner", "recovery", "coordinator", "checkpoint", "push", "rollout"])
     run = chaos.play()
     print(format_log(chaos.log))
     same_rows(straight.rows(), run.rows())
     assert adapter_digest(run.run_dir) == adapter_digest(straight.run_dir)
     done = [e for e in chaos.log if e["role"] != "missed"]
-    assert len(done) >= 5 and done[1]["role"] == "coordinator", format_log(chaos.log)
+    assert [(e["kind"], e["role"]) for e in done[:3]] == [("learner", "learner"), ("recovery", "learner"),
+                                                          ("coordinator", "coordinator")], format_log(chaos.log)
