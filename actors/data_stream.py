@@ -20,7 +20,6 @@ import random
 from algo.sampling import CategoryAccuracy
 from configs.train import TrainConfig
 
-
 # Each value of `train.adaptive_by` becomes a metric, a TensorBoard tag and a Prometheus label: a
 # free-text column (a prompt, an id) would make thousands of each.
 MAX_ADAPTIVE_VALUES = 64
