@@ -6,7 +6,7 @@ STAMP := $(VENV)/.ngrpo-installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench chaos clean
+.PHONY: install run test bench chaos lost-node prometheus clean
 
 install: $(STAMP)
 
@@ -37,6 +37,15 @@ bench: $(BENCH_STAMP)
 # A 40-step run of the tiny preset under 10 seeded SIGKILLs, compared with the same run left alone.
 chaos: install
 	$(PY) -m tests.faults.chaos $(ARGS)
+
+# The same run on a 5-node local Ray cluster, straight and then losing the learner's node and a worker's.
+lost-node: install
+	$(PY) -m tests.faults.lost_node $(ARGS)
+
+# Prometheus on http://127.0.0.1:9090 scraping the newest Ray on this machine that has a dashboard, through
+# Ray's service discovery file (observe/prometheus.py; needs the `prometheus` binary). Ctrl-C stops it.
+prometheus: install
+	$(PY) -m observe.prometheus $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -176,6 +176,8 @@ def _run(cfg, plan, resume_hint: str) -> int:
         except Exception:  # noqa: BLE001 - best effort at exit
             pass
         report = _report(run_dir)  # also for a run that stopped half-way: its plots show where
+        if status:
+            _print_faults(run_dir)  # what it met before it stopped
         finish_runs(cfg.tracking, run_dir, status)  # report and adapter to the trackers; never raises
     if summary is not None:
         _print_summary(summary, report)
@@ -208,7 +210,7 @@ def _supervise(ray, coordinator, cfg, run_dir: Path, resume, stop: StopSignals) 
             if not lost_process(e) or budget.exhausted(recent):
                 raise
             restarts, resume = restarts + 1, newest
-            note = (describe(e, "coordinator"), restarts)
+            note = (describe(e, "coordinator"), restarts, time.perf_counter(), _last_step(run_dir))
             ray.kill(coord)  # its roles and placement groups go with it
             if resume is None:  # lost before the first checkpoint: a fresh start
                 start_over(run_dir)
@@ -217,16 +219,18 @@ def _supervise(ray, coordinator, cfg, run_dir: Path, resume, stop: StopSignals) 
                   file=sys.stderr, flush=True)
 
 
-def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple[str, int] | None = None) -> dict:
+def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple | None = None) -> dict:
     """Set-up, eval before, the RL steps, eval after, finish; every wait gives way to a stop signal.
-    `restarted`: why the driver started this coordinator again, and how many times it has (recorded once
-    it is set up)."""
+    `restarted`: why the driver started this coordinator again, how many times it has, when the old one
+    was lost and the last step it had recorded (recorded once it is set up)."""
     from actors.errors import RoleFailure
 
     info = stop.wait(ray, coord.setup.remote(str(resume) if resume else None))
     if restarted:
-        cause, count = restarted
-        stop.wait(ray, coord.record_recovery.remote(RoleFailure("coordinator", 0, None, cause), count))
+        cause, count, lost_at, last_step = restarted
+        failure = RoleFailure("coordinator", 0, None, cause)
+        stop.wait(ray, coord.record_recovery.remote(failure, count, time.perf_counter() - lost_at,
+                                                    max(0, last_step - info["step"])))
     print("placement: " + ", ".join(f"{len(v)} {role} on {len({x['node'] for x in v})} node(s)"
                                     for role, v in info["placement"].items()), flush=True)
     if info.get("drill_steps"):
@@ -244,6 +248,13 @@ def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple[str, int
     if cfg.train.eval_after:
         stop.wait(ray, coord.evaluate.remote("after"))
     return stop.wait(ray, coord.finish.remote())
+
+
+def _last_step(run_dir: Path) -> int:
+    """The step of the newest metrics row (0 without one): what a lost coordinator had done."""
+    from observe.runs import read_jsonl
+
+    return max((row.get("step", 0) for row in read_jsonl(run_dir / "metrics.jsonl")), default=0)
 
 
 def _loop(ray, coord, cfg, start: int, stop: StopSignals) -> None:
@@ -273,10 +284,19 @@ def _print_summary(summary: dict, report: Path | None) -> None:
     print("\n" + format_eval_tables(summary["eval"], summary["eval_keys"]))
     events = summary["switch_events"]
     print(f"\nNGRPO switch events: {events if events else 'none'}")
+    _print_faults(Path(summary["run_dir"]))
     print(f"adapter: {summary['adapter']}\ncheckpoint: {summary['checkpoint']}\nrun directory: "
           f"{summary['run_dir']} (metrics.jsonl, eval.json, eval_table.md, events.jsonl, tensorboard/)")
     if report:
         print(f"report: {report} (plots beside it)")
+
+
+def _print_faults(run_dir: Path) -> None:
+    """What the run survived, per role (also after a run that stopped: it says what it met)."""
+    from observe.faults import fault_summary, format_faults
+    from observe.runs import read_jsonl
+
+    print(format_faults(fault_summary(read_jsonl(run_dir / "events.jsonl"))), flush=True)
 
 
 def _report(run_dir: Path) -> Path | None:

@@ -36,6 +36,7 @@ from actors.step_data import judge_matrix, rollout_stats, train_batch
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
+from cluster.actor_group import PlacementTimeout
 from cluster.backend import Backend, RayBackend
 from cluster.runtime import redacted, role_env
 from configs.root import Config
@@ -77,7 +78,7 @@ class Coordinator(RunState):
         # Ray's metrics API (dashboard / Prometheus) exists only on the Ray backend.
         self.ray_metrics = RayMetrics(Path(run_dir).name) if self.backend.name == "ray" else None
         self.roles = Roles(cfg, self.backend, self.classes, role_env(cfg.cluster.env_vars),
-                           f"{Path(run_dir).name}/", self._on_failure)
+                           f"{Path(run_dir).name}/", self.recovering)
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
         return f"Coordinator({self.run.dir.name})"
@@ -151,12 +152,15 @@ class Coordinator(RunState):
         """draw → generate → score → algo step → learn → push → record; returns the metrics row, or None
         when the learner group failed and the run went back to its newest checkpoint."""
         try:
-            return self._step()
-        except RoleFailure as failure:  # rollout workers are replaced inside the step; this is the learner
-            self._on_failure(failure)
-            self.roles.rebuild_learners()
-            self._restore(self.store.latest(), "rollback")
-            return None
+            try:
+                return self._step()
+            except RoleFailure as failure:  # a worker is replaced inside the step: this is the learner's, or
+                with self.recovering(failure, moved="learner"):  # a replacement's that did not start
+                    self.roles.rebuild_learners()
+                    self._restore(self.store.latest(), "rollback")
+                return None
+        except PlacementTimeout as e:  # a lost node's roles found no room in time
+            raise self._stop(str(e)) from None
 
     def _step(self) -> dict[str, Any]:
         times, t0 = {}, time.perf_counter()

@@ -28,9 +28,12 @@ from __future__ import annotations
 import concurrent.futures as cf
 import logging
 import math
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from cluster.actor_group import ActorGroup, one_line
+from actors.errors import RoleFailure
+from cluster.actor_group import ActorGroup, PlacementTimeout, one_line
 from cluster.backend import Backend
 from contracts.identity import node_identity
 from contracts.types import ScoreRequest, ScoreResult
@@ -139,8 +142,10 @@ class RewardActor:
 class RewardPool:
     """Fans a batch out to the reward actors of an ActorGroup and gathers the scores in order."""
 
-    def __init__(self, group: ActorGroup, timeout_s: float, num_functions: int) -> None:
+    def __init__(self, group: ActorGroup, timeout_s: float, num_functions: int,
+                 recovering: Callable[[RoleFailure], AbstractContextManager] | None = None) -> None:
         self.group, self.timeout_s, self.num_functions = group, timeout_s, num_functions
+        self.recovering = recovering or (lambda failure: nullcontext())
         self.total_failures = 0
 
     @classmethod
@@ -202,9 +207,9 @@ class RewardPool:
             if answer is not None:
                 res, poisoned = answer
                 if poisoned:
-                    self.group.replace(i)
+                    self._replace(i, "was left with a hung reward call")
                 return res
-            self.group.replace(i)
+            self._replace(i, why)
             if attempt == 0:
                 log.warning("reward actor %d %s; its replacement scores the shard again", i, why)
                 ref = self.group.backend.call(self.group.actors[i], "score", shard)
@@ -213,6 +218,18 @@ class RewardPool:
         logs = [f"reward actor {i} {why}, and again on its replacement; scoring 0: {c[:120]!r}"
                 for c in shard.completions]
         return ScoreResult([0.0] * n, [{} for _ in range(n)], n, logs, [True] * n)
+
+    def _replace(self, i: int, why: str) -> None:
+        """A new actor i, counted as a recovery; it waits for room when its node was lost (the cluster's
+        node wait, as placement does), so its first call's deadline is the scoring's own."""
+        with self.recovering(RoleFailure("reward", i, None, why)):
+            wait = self.group.placement_timeout_s
+            cause = self.group.start_again(i, wait)
+            if cause is not None and cause.startswith("no answer"):
+                raise PlacementTimeout(f"reward actor {i} could not be placed again within {wait:.0f}s "
+                                       "(cluster.node_wait_s)")
+            if cause is not None:
+                raise RoleFailure("reward", i, None, cause)
 
     def _answer(self, ref: Any, done: bool) -> tuple[tuple[ScoreResult, bool] | None, str]:
         """(result, poisoned) of a call that came back, or None and what happened to the actor."""

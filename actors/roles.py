@@ -5,20 +5,23 @@ role fails: a rollout worker that dies or misses its deadline is replaced in its
 with the policy the others serve (verified by the probe), and its share of the generation is sampled
 again with the same seed, so the step is what it would have been; a learner rank that fails raises
 `RoleFailure`, and the coordinator rebuilds the learner group from the newest checkpoint. Each failure
-goes to `on_failure` first, which counts it against `train.max_restarts`.
+is replaced inside `recovering(failure)`, which counts it against `train.max_restarts` and records how
+long the role took to serve again. A role whose node was lost waits for room (`cluster.node_wait_s`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
 
-from actors.errors import PushError, RoleFailure
+from actors.errors import PushError, RoleFailure, lost_process
 from actors.generation import Generation, split_evenly
 from actors.reward_pool import RewardPool
-from cluster.actor_group import ActorGroup
+from cluster.actor_group import RETRY_S, ActorGroup
 from cluster.backend import Backend
 from configs.root import Config
 from contracts.types import Served, TrainBatch
@@ -39,9 +42,9 @@ class PendingGeneration:
 
 class Roles:
     def __init__(self, cfg: Config, backend: Backend, classes: dict[str, type], env_vars: dict[str, str],
-                 name_prefix: str, on_failure: Callable[[RoleFailure], None]) -> None:
+                 name_prefix: str, recovering: Callable[[RoleFailure], AbstractContextManager]) -> None:
         self.cfg, self.backend, self.classes = cfg, backend, classes
-        self.env_vars, self.name_prefix, self.on_failure = env_vars, name_prefix, on_failure
+        self.env_vars, self.name_prefix, self.recovering = env_vars, name_prefix, recovering
         self.update_ref: Any = None  # the policy every worker serves (None: the base model)
         self.probe: tuple[list[int], list[int]] | None = None
 
@@ -62,7 +65,7 @@ class Roles:
             functions = [(f.name, f.weight) for f in c.reward.functions]
             reward_group = self._group("reward", c.reward.num_actors, None, c.reward.num_cpus, 0, None,
                                        lambda i: ((functions, c.reward.timeout_s), {"index": i, "judge": judge}))
-            self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1)
+            self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1, self.recovering)
             self.pool.wait_ready()
         return {"trainable_params": trainable, "placement": self.placement()}
 
@@ -87,12 +90,20 @@ class Roles:
             env["OMP_NUM_THREADS"] = str(threads)
         return ActorGroup(self.classes[role], count, name=role, backend=self.backend, strategy=strategy,
                           resources={"num_cpus": cpus, "num_gpus": gpus}, runtime_env={"env_vars": env},
-                          name_prefix=self.name_prefix, args_for=args_for)
+                          name_prefix=self.name_prefix, args_for=args_for,
+                          placement_timeout_s=self.cfg.cluster.node_wait_s)
 
     def placement(self) -> dict:
         """Per role: the node and process of each actor (processes for operators and fault tests)."""
         groups = {"learner": self.learners, "rollout": self.rollout, **({"reward": self.pool.group} if self.pool else {})}
         return {role: [{"node": n, "pid": pid} for n, pid in g.get(g.call("identity"))] for role, g in groups.items()}
+
+    def placed(self, role: str, index: int) -> list[dict]:
+        """Where a replaced role runs now: the new learner group (every rank), or the one new actor."""
+        group = {"learner": self.learners, "rollout": self.rollout}.get(role) or self.pool.group
+        actors = group.actors if role == "learner" else [group.actors[index]]
+        where = group.get([self.backend.call(a, "identity") for a in actors])
+        return [{"node": n, "pid": pid} for n, pid in where]
 
     def set_probe(self, prompt_ids: list[int], completion_ids: list[int]) -> None:
         """The sequence every push is checked with (kept for a rebuilt learner group)."""
@@ -162,15 +173,19 @@ class Roles:
 
     def replace_worker(self, i: int, cause: str) -> None:
         """Count the failure, start a new worker in the same bundle and load the served policy."""
-        self._replace(i, cause)
-        if self.update_ref is not None:
-            self.load([i], self.update_ref, rollback=True)
+        with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
+            self._start_again(i)
+            if self.update_ref is not None:
+                self.load([i], self.update_ref, rollback=True)
 
     def _replace(self, i: int, cause: str) -> None:
-        self.on_failure(RoleFailure("rollout", i, self._node(self.rollout, i), cause))
-        self.rollout.replace(i)
-        self._wait(self.rollout, [self.backend.call(self.rollout.actors[i], "ready")], "rollout",
-                   self.cfg.rollout.start_timeout_s)
+        with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
+            self._start_again(i)
+
+    def _start_again(self, i: int) -> None:
+        cause = self.rollout.start_again(i, self.cfg.rollout.start_timeout_s)
+        if cause is not None:
+            raise RoleFailure("rollout", i, self._node(self.rollout, i), cause)
 
     # ---- the weight push --------------------------------------------------------------------------
     def load(self, indices: list[int], update_ref: Any, rollback: bool = False,
@@ -218,6 +233,11 @@ class Roles:
         self.update_ref = export_refs[0]
         return first
 
+    def serve_base(self) -> None:
+        """Every worker serves the base model again (the policy of a checkpoint of step 0)."""
+        self._wait(self.rollout, self.rollout.call("serve_base"), "rollout", self.cfg.rollout.call_timeout_s)
+        self.update_ref = None
+
     # ---- checkpoints and rebuilding ---------------------------------------------------------------
     def save(self, folder: str) -> None:
         """Every rank's state, and the adapter (PEFT) for evaluate.py, into a checkpoint folder."""
@@ -229,9 +249,20 @@ class Roles:
         return self.learner_call("load_state", f"{folder}/learner")[0]
 
     def rebuild_learners(self) -> None:
-        """A new learner group in place of a broken one (its ranks killed, its placement released)."""
-        self.learners.shutdown()
-        self.start_learners()
+        """A new learner group in place of a broken one (its ranks killed, its placement released). A
+        rank lost while the group starts (placed on a node that is gone but not yet known to be) makes
+        it start again every few seconds, up to `cluster.node_wait_s`."""
+        deadline = time.monotonic() + self.cfg.cluster.node_wait_s
+        while True:
+            self.learners.shutdown()
+            try:
+                self.start_learners()
+                return
+            except RoleFailure as failure:
+                if not lost_process(failure) or time.monotonic() > deadline:
+                    raise
+                log.warning("the new learner group lost %s while it started; starting it again", failure)
+                time.sleep(RETRY_S)
 
     def shutdown(self) -> None:
         for name in ("rollout", "learners", "pool"):

@@ -233,6 +233,18 @@ class RolloutWorker:
         nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
         return Served(self.worker_index, self.version, got, nbytes, gap)
 
+    def serve_base(self) -> Served:
+        """Serve the bare base model again: the run went back to its checkpoint of step 0, whose policy
+        is the base model (a fresh engine serves it too, so a rolled-back engine must as well)."""
+        if self.served_fingerprint != NO_ADAPTER:
+            if self._pristine is not None:  # merged: the base weights back in place of the merged ones
+                self.llm.collective_rpc("reload_weights", kwargs={
+                    "weights_iterator": iter(list(self._pristine.items())), "is_checkpoint_format": True})
+            self._lora_request = None
+            self.llm.reset_prefix_cache()
+        self.version, self.served_fingerprint = 0, NO_ADAPTER
+        return Served(self.worker_index, 0, NO_ADAPTER, 0)
+
     def _apply(self, update: LoraUpdate) -> None:
         if self.cfg.serve_mode == "merged":
             self._reload_merged(update)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from actors.errors import RoleFailure, RunStopped, root_cause
@@ -64,7 +66,9 @@ class RunState:
         kept = self.run.truncate_metrics(self.step)
         if version > 0:
             self.roles.push(rollback=True)
-        else:  # the checkpoint of step 0 serves the base model: a fresh engine does too
+        elif why == "rollback":  # the checkpoint of step 0 is the base model; the workers served a later one
+            self.roles.serve_base()
+        else:  # resumed: fresh engines serve the base model already
             self.roles.update_ref = None
         self.run.event(why, step=self.step, path=str(path), version=self.version, metrics_rows=kept)
 
@@ -83,11 +87,29 @@ class RunState:
             raise self._stop(f"{failure} — more than train.max_restarts={t.max_restarts} failures of "
                              f"{failure.role} within train.restart_window={t.restart_window} steps")
 
-    def record_recovery(self, failure: RoleFailure, restarts: int) -> None:
+    @contextmanager
+    def recovering(self, failure: RoleFailure, moved: str | None = None):
+        """Around the replacement of a failed role: counts the failure first (it may stop the run), then
+        records how long the role took to serve again and where its new processes run (a lost node's
+        roles move): `recovered`, the faults summary's source. `moved`: the role started again when it is
+        not the one that failed (the learner group, rebuilt after any failure that reached the step)."""
+        self._on_failure(failure)
+        t0, before = time.perf_counter(), self.step
+        yield
+        self.run.event("recovered", step=self.step, role=failure.role, index=failure.index,
+                       seconds=round(time.perf_counter() - t0, 3), redone=before - self.step,
+                       placed=self.roles.placed(moved or failure.role, failure.index))
+
+    def record_recovery(self, failure: RoleFailure, restarts: int, seconds: float | None = None,
+                        redone: int = 0) -> None:
         """A replaced role as an event and a Ray metric; the driver calls it too, for the coordinator it
-        started again after losing a process outside a step (see train.py)."""
+        started again after losing a process outside a step (see train.py), with the `seconds` from the
+        loss to the new coordinator's set-up and the steps it will make again (`redone`)."""
         self.run.event("recovery", step=self.step, role=failure.role, index=failure.index, node=failure.node,
                        cause=failure.cause, restarts=restarts)
+        if seconds is not None:
+            self.run.event("recovered", step=self.step, role=failure.role, index=failure.index,
+                           seconds=round(seconds, 3), redone=redone, placed=[])
         if self.ray_metrics:
             self.ray_metrics.recovery(failure.role)
 

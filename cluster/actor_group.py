@@ -15,12 +15,14 @@ In-process, the same calls run on plain objects, which is how unit tests drive t
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from cluster.backend import Backend
 
 log = logging.getLogger(__name__)
+RETRY_S = 2.0  # between starts of a replacement lost before it was ready
 
 
 class ActorGroup:
@@ -45,6 +47,7 @@ class ActorGroup:
         self.cls, self.name, self.backend, self.args_for = cls, name, backend, args_for
         self.resources = dict(resources or {"num_cpus": 1.0})
         self.runtime_env, self.name_prefix = runtime_env, name_prefix
+        self.placement_timeout_s = placement_timeout_s
         self.restarts = [0] * count  # per actor: how many times it was replaced
         self.pg = None
         if backend.name == "ray" and strategy is not None:
@@ -104,11 +107,39 @@ class ActorGroup:
         return answers, failures
 
     def replace(self, i: int) -> None:
-        """Kill actor i and start a new one with the same arguments, in the same bundle."""
+        """Kill actor i and start a new one with the same arguments, in the same bundle. A bundle whose
+        node was lost is placed again by Ray on a node with room; until it is, the new actor could not
+        start, so this waits for it (up to `placement_timeout_s`, then PlacementTimeout)."""
         self.backend.kill(self.actors[i])
         self.restarts[i] += 1
+        if self.pg is not None:
+            _wait_placed(self.pg, self.name, self.placement_timeout_s)
         self.actors[i] = self._spawn(i)
         log.warning("%s-%d replaced (restart %d)", self.name, i, self.restarts[i])
+
+    def start_again(self, i: int, timeout_s: float) -> str | None:
+        """Replace actor i and wait (up to `timeout_s`) until it answers `ready`; None once it does, else
+        what went wrong. A replacement whose process dies before it is ready, its constructor not having
+        raised, was most likely placed on a node that is gone but not yet known to be (Ray notices a lost
+        node only once its health checks fail): it is started again every few seconds, until
+        `placement_timeout_s` has passed."""
+        deadline = time.monotonic() + self.placement_timeout_s
+        while True:
+            self.replace(i)
+            ref = self.backend.call(self.actors[i], "ready")
+            if not self.backend.wait([ref], timeout=timeout_s)[0]:
+                return f"no answer within {timeout_s:.0f}s"
+            try:
+                self.backend.get(ref)
+                return None
+            except Exception as e:  # noqa: BLE001 - sorted into "constructor raised" and "process lost"
+                cause = self.backend.actor_failure(e)
+                if cause is None:
+                    raise
+                if creation_error(e) or time.monotonic() > deadline:
+                    return creation_error(e) or cause
+                log.warning("%s-%d was lost before it was ready (%s); starting it again", self.name, i, cause)
+                time.sleep(RETRY_S)
 
     def node_ids(self) -> list[str | None]:
         """The node each actor was placed on (its bundle's node), in actor order; None in-process."""
@@ -151,11 +182,33 @@ def _placement_group(name: str, count: int, resources: dict[str, float], strateg
     ready, _ = ray.wait([pg.ready()], timeout=timeout_s)
     if not ready:
         remove_placement_group(pg)
-        raise RuntimeError(
-            f"could not place {count} x {bundle} for {name} ({strategy}) within {timeout_s:.0f}s: "
-            f"the cluster has {ray.available_resources()}; lower {name} resources or add nodes"
+        raise PlacementTimeout(
+            f"could not place {count} x {bundle} for {name} ({strategy}) within {timeout_s:.0f}s "
+            f"(cluster.node_wait_s): the cluster has {ray.available_resources()} free; lower {name} "
+            "resources or add nodes"
         )
     return pg
+
+
+def _wait_placed(pg, name: str, timeout_s: float) -> None:
+    """Return once every bundle of `pg` is placed. After a node is lost Ray reschedules its bundles
+    (state RESCHEDULING) as soon as some node has room: a node added later is used then."""
+    import ray
+    from ray.util.placement_group import placement_group_table
+
+    deadline = time.monotonic() + timeout_s
+    while (state := placement_group_table(pg)["state"]) != "CREATED":
+        if time.monotonic() > deadline:
+            raise PlacementTimeout(
+                f"{name}: a lost node's bundles could not be placed again within {timeout_s:.0f}s "
+                f"(cluster.node_wait_s; placement group {state}): the cluster has "
+                f"{ray.available_resources()} free; add a node"
+            )
+        time.sleep(0.5)
+
+
+class PlacementTimeout(RuntimeError):
+    """The cluster had no room for a role within cluster.node_wait_s."""
 
 
 def creation_error(error: BaseException) -> str | None:

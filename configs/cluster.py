@@ -16,6 +16,10 @@ class ClusterConfig(Section):
     """CPUs of a locally started Ray."""
     object_store_memory: int = Field(512 * 1024**2, ge=78 * 1024**2)
     """Object store cap of a locally started Ray."""
+    node_wait_s: float = Field(300.0, gt=0, le=86_400)
+    """How long a role waits for room on the cluster when it must be placed: at start, and again when
+    its node was lost (Ray moves a lost node's bundles to nodes with room, or to a node added later).
+    Past it the run stops, naming the newest complete checkpoint."""
     include_dashboard: bool = False
     """Start the dashboard with a local Ray."""
     env_vars: dict[str, str] = Field(default_factory=dict)

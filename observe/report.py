@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from observe import plots
+from observe.faults import fault_summary, faults_markdown
 from observe.runs import Run, load_run
 from observe.schema import lookup
 from observe.series import active_spans, hidden_generation, numeric, series, step_times, summary
@@ -183,7 +184,8 @@ def render_report(run: Run, images: dict[str, Path]) -> str:
         out += metrics_lines(run.rows)
     else:
         out.append("No training steps recorded (metrics.jsonl is missing or empty).")
-    out += ["", "## NGRPO switch", *switch_lines(run), "", "## Reliability", *reliability_lines(run),
+    out += ["", "## NGRPO switch", *switch_lines(run), "", "## Reliability",
+            *faults_markdown(fault_summary(run.events)), "", *reliability_lines(run),
             "", "## Eval (held-out)", *eval_section(run)]
     if images:
         out += ["", "## Plots"]

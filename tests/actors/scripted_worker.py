@@ -78,6 +78,10 @@ def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: 
             spans = token_char_offsets(self.tokenizer, ids) if offsets else None
             return Completion(ids, [0.0] * len(ids), text, finish, self.version, spans)
 
+        def serve_base(self) -> Served:
+            self.version, self.fingerprint = 0, "base"
+            return Served(self.worker_index, 0, "base", 0)
+
         def load_adapter(self, update: LoraUpdate, rollback: bool = False) -> Served:
             got = lora_io.fingerprint(update.weights)
             assert got == update.fingerprint

@@ -23,7 +23,7 @@ from actors.checkpoints import CheckpointError
 from actors.errors import PushError, RoleFailure, RunStopped, describe, root_cause
 from actors.preflight import PreflightError
 from actors.vllm_tap import TapError
-from cluster.actor_group import creation_error
+from cluster.actor_group import PlacementTimeout, creation_error
 from configs.loader import ConfigError
 from observe.compare import CompareError
 from rewards.registry import RewardNotFoundError
@@ -48,6 +48,8 @@ CASES = {
     CompareError: lambda: CompareError("unknown metric 'reward_mena': not in any run's metrics.jsonl"),
     RewardNotFoundError: lambda: RewardNotFoundError("unknown reward 'gtt'; known: gt, multistep_gt, rule"),
     ConfigError: lambda: ConfigError("train.stepz: unknown key (did you mean steps?)"),
+    PlacementTimeout: lambda: PlacementTimeout("rollout: a lost node's bundles could not be placed again within "
+                                               "300s (cluster.node_wait_s; placement group RESCHEDULING)"),
 }
 PACKAGES = ("configs", "cluster", "actors", "learner", "rewards", "tasks", "bench", "models", "observe",
             "algo", "contracts")

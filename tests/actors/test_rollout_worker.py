@@ -12,7 +12,7 @@ from actors.rollout_worker import RolloutWorker
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io
-from contracts.types import LoraUpdate
+from contracts.types import LoraUpdate, Served
 from tests.ray_sync import Sync
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray]
@@ -84,6 +84,10 @@ def test_generate_and_push(tiny_paths, mode, ray_local):
     # What vLLM serves is exactly the learner's model: its logprobs match a transformers recomputation.
     ref = _teacher_forced_logprobs(tiny_paths.model_dir, update, after.prompt_token_ids[0], greedy_after.token_ids)
     assert torch.allclose(torch.tensor(greedy_after.logprobs), ref, atol=1e-3)
+    # A run rolled back to its checkpoint of step 0 serves the base model again, value for value.
+    assert w.serve_base() == Served(0, 0, "base", 0) and w.fingerprint() == (0, "base")
+    again = w.generate([PROMPT], n=1, temperature=0.0).groups[0][0]
+    assert (again.token_ids, again.logprobs) == (greedy_before.token_ids, greedy_before.logprobs)
     ray_local.kill(actor)
 
 

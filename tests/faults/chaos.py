@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from observe.faults import fault_summary, format_faults
 from tests.faults.harness import Run, same_rows, start
 
 # A role's worker process is titled after its class (and method) by Ray.
@@ -198,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.seed}: {len(run.rows())} rows identical to the straight run's, adapter "
           f"{adapter_digest(run.run_dir)} on both; {time.monotonic() - t:.0f} s in all "
           f"(runs in {chaos.parent})")
+    print(format_faults(fault_summary(run.events())))
     return 0
 
 

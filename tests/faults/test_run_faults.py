@@ -16,6 +16,7 @@ import time
 import psutil
 import pytest
 
+from observe.faults import fault_summary, format_faults
 from tests.faults.chaos import Chaos, adapter_digest, format_log
 from tests.faults.harness import CANARY, ROOT, STEPS, adapter_fingerprint, same_rows, start
 
@@ -173,3 +174,8 @@ def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, stra
     done = [e for e in chaos.log if e["role"] != "missed"]
     assert [(e["kind"], e["role"]) for e in done[:3]] == [("learner", "learner"), ("recovery", "learner"),
                                                           ("coordinator", "coordinator")], format_log(chaos.log)
+    # Each kill is a fault the run survived, summed per role at its end (with the time each took).
+    summary = fault_summary(run.events())
+    assert sum(f.faults for f in summary if f.role != "resumed") >= len(done), summary
+    assert {"learner", "coordinator"} <= {f.role for f in summary if f.seconds > 0}, summary
+    assert format_faults(summary) in run.output()

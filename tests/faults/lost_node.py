@@ -1,0 +1,184 @@
+"""A lost node: a run on a multi-node local Ray cluster loses whole nodes and ends bit-identical to the
+same run left alone.
+
+    python -m tests.faults.lost_node            # `make lost-node`
+
+Starts a local cluster (`ray.cluster_utils.Cluster`: a head with no CPU and four nodes with 2 each, all
+on this machine), runs the fault harness's small steps with two rollout workers, two learner ranks
+and two reward actors on it straight, then again while nodes are removed (the node's raylet and every
+process of the run on it, as a preempted machine goes):
+
+1. after step `--learner-at`, the node that holds the learner ranks: there is room left, so the
+   learner group is placed again on the nodes left and the run goes back to its newest checkpoint;
+2. after step `--workers-at`, the node that holds a rollout worker and the most other actors:
+   now the cluster has no room for them, so they wait (`cluster.node_wait_s`) until a node is added
+   back `--add-after` seconds later, and that node takes them.
+
+Prints the placement before and after each loss and compares the runs: every metrics row (times aside)
+and the final adapter's fingerprint must be identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.faults.harness import Run, adapter_fingerprint, same_rows, start
+
+# Two of each role, the learner under ZeRO-3, on a cluster whose nodes each hold at most two CPUs.
+LAYOUT = ("rollout.num_workers=2", "rollout.num_cpus=1", "learner.world_size=2", "learner.num_cpus=1",
+          "learner.zero_stage=3", "reward.num_actors=2", "reward.num_cpus=0.25", "train.max_restarts=20",
+          "learner.call_timeout_s=120")
+STORE = 150 * 1024**2
+# Ray notices a lost node within a few seconds instead of its default half a minute.
+FAST_HEALTH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
+               "health_check_timeout_ms": 1000}
+ROLES = ("rollout", "learner", "reward")
+
+
+@dataclass
+class LostNodes:
+    cluster: object
+    run: Run
+    learner_at: int
+    workers_at: int
+    add_after: float
+    log: list[dict] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+
+    def play(self) -> None:
+        try:
+            self._wait_rows(self.learner_at)
+            self._remove(self._node_of("learner"), "learner ranks")
+            self._wait_rows(self.workers_at)
+            self._remove(self._node_of("rollout"), "rollout worker")
+            time.sleep(self.add_after)
+            node = self.cluster.add_node(num_cpus=2, object_store_memory=STORE)
+            self.log.append({"what": "node added", "node": node.node_id, "rows": len(self.run.rows())})
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            self.errors.append(e)
+
+    def _wait_rows(self, n: int) -> None:
+        while len(self.run.rows()) < n:
+            if self.run.proc.poll() is not None:
+                raise RuntimeError(f"the run exited before step {n}")
+            time.sleep(0.2)
+
+    def _node_of(self, role: str) -> str:
+        """Of the nodes that hold the role, the one holding the most actors of the run."""
+        where = placement_now(self.run)
+        count = Counter(x["node"] for xs in where.values() for x in xs)
+        return max({x["node"] for x in where[role]}, key=lambda n: (count[n], n))
+
+    def _remove(self, node_id: str, why: str) -> None:
+        """The node's raylet and every process of the run on it, at once."""
+        node = next(n for n in self.cluster.list_all_nodes() if n.node_id == node_id)
+        where = placement_now(self.run)
+        pids = [x["pid"] for role in where.values() for x in role if x["node"] == node_id]
+        held = {role: sum(x["node"] == node_id for x in xs) for role, xs in where.items()}
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.cluster.remove_node(node, allow_graceful=False)
+        self.log.append({"what": f"node removed ({why})", "node": node_id, "rows": len(self.run.rows()),
+                         "held": {r: n for r, n in held.items() if n}})
+
+
+def placement_now(run: Run) -> dict[str, list[dict]]:
+    """Where each actor of the run is now: the set-up's placement, with every later move applied."""
+    where: dict[str, list[dict]] = {}
+    for e in run.events():
+        if e["event"] == "placement":
+            where = {role: [dict(x) for x in e[role]] for role in ROLES if role in e}
+        elif e["event"] == "recovered" and e.get("placed"):
+            if e["role"] == "learner":
+                where["learner"] = [dict(x) for x in e["placed"]]
+            elif e["role"] in where:
+                where[e["role"]][e["index"]] = dict(e["placed"][0])
+    return where
+
+
+def start_cluster():
+    """A head with no CPU (the driver and the coordinator, which take none, and nothing else: a lost
+    node is never the head) and four nodes of 2 CPUs: room for the run's 4.5 CPUs after one loss, not
+    after two."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 0, "object_store_memory": STORE, "_system_config": FAST_HEALTH})
+    for _ in range(4):
+        cluster.add_node(num_cpus=2, object_store_memory=STORE)
+    cluster.wait_for_nodes()
+    return cluster
+
+
+def describe(where: dict[str, list[dict]], names: dict[str, str]) -> str:
+    return "; ".join(f"{role}: " + ", ".join(names.get(x["node"], x["node"][:8]) for x in xs)
+                     for role, xs in where.items())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--steps", type=int, default=8)
+    p.add_argument("--learner-at", type=int, default=2)
+    p.add_argument("--workers-at", type=int, default=5)
+    p.add_argument("--add-after", type=float, default=20.0)
+    p.add_argument("--dir", default=None)
+    a = p.parse_args(argv)
+    parent = Path(a.dir or tempfile.mkdtemp(prefix="lost-node-"))
+    cluster = start_cluster()
+    names = {n.node_id: f"node{i}" for i, n in enumerate(cluster.list_all_nodes())}
+    names[cluster.head_node.node_id] = "head"
+    try:
+        common = (*LAYOUT, f"cluster.address={cluster.address}")
+        t0 = time.monotonic()
+        straight = start(parent, "straight", *common, steps=a.steps)
+        if straight.finish(timeout=1800) != 0:
+            print(straight.output()[-4000:])
+            return 1
+        t1 = time.monotonic()
+        run = start(parent, "lost", *common, steps=a.steps)
+        chaos = LostNodes(cluster, run, a.learner_at, a.workers_at, a.add_after)
+        chaos.play()  # here: Ray starts a node only from the main thread (it installs signal handlers)
+        if chaos.errors:
+            run.kill_driver()
+        added_id = chaos.log[-1]["node"] if chaos.log else ""
+        code = run.finish(timeout=1800)
+        t2 = time.monotonic()
+        names[added_id] = f"node{len(names)}"
+        print(f"straight run: {t1 - t0:.0f} s; run losing nodes: {t2 - t1:.0f} s (exit {code})")
+        first = run.events("placement")[0]
+        print("placement at start: " + describe({r: first[r] for r in ROLES}, names))
+        for entry in chaos.log:
+            held = f", holding {entry['held']}" if entry.get("held") else ""
+            node = names.get(entry["node"], entry["node"][:8])
+            print(f"  {entry['what']}: {node} after {entry['rows']} rows{held}")
+        print("placement at the end: " + describe(placement_now(run), names))
+        if chaos.errors or code != 0:
+            print(run.output()[-4000:])
+            raise AssertionError(f"the run losing nodes failed: {chaos.errors or code}")
+        now = placement_now(run)
+        gone = {e["node"] for e in chaos.log if e["what"].startswith("node removed")}
+        added = chaos.log[-1]["node"]
+        assert not gone & {x["node"] for xs in now.values() for x in xs}, now  # nothing left on a lost node
+        assert added in {x["node"] for xs in now.values() for x in xs}, now  # the node added back took a role
+        same_rows(straight.rows(), run.rows())
+        fa, fb = adapter_fingerprint(straight.run_dir), adapter_fingerprint(run.run_dir)
+        assert fa == fb, (fa, fb)
+        print(f"identical: {len(run.rows())} metrics rows (times aside) and the adapter {fa[:16]}")
+        return 0
+    finally:
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,41 @@
+"""Scaling out and losing nodes, on a 5-node local Ray cluster (a head without CPUs and four nodes of 2).
+
+The straight run shows the placement: the two rollout workers SPREAD over two nodes, the two learner
+ranks PACKed on one. The same run then loses the learner's node (its ranks are placed again on the
+nodes left) and a node with a rollout worker (no room is left, so it waits until a node is added
+back), and ends with the straight run's rows and adapter (`make lost-node` is the same, with its log)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.faults.harness import ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
+
+
+def _events(run):
+    return [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines() if x.strip()]
+
+
+def test_a_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straight_run(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "tests.faults.lost_node", "--dir", str(tmp_path)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=2400)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    print(p.stdout)
+    placement = next(e for e in _events(tmp_path / "straight") if e["event"] == "placement")
+    node = {role: {x["node"] for x in placement[role]} for role in ("rollout", "learner", "reward")}
+    assert len(node["rollout"]) == 2 and len(node["learner"]) == 1, placement  # SPREAD and PACK
+    assert all(x["pid"] for x in placement["rollout"] + placement["learner"])
+    assert "placement: 2 learner on 1 node(s), 2 rollout on 2 node(s)" in (
+        next((tmp_path).glob("straight.*.log")).read_text())
+    lost = _events(tmp_path / "lost")
+    moved = {e["role"] for e in lost if e["event"] == "recovered" and e["placed"]}
+    assert {"learner", "rollout"} <= moved, [e for e in lost if e["event"] == "recovered"]
+    assert "node removed (learner ranks)" in p.stdout and "node removed (rollout worker)" in p.stdout
+    assert "node added" in p.stdout and "identical: 8 metrics rows" in p.stdout
