@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     held = task.episode_rows()[1] if agent else task.rows()[1]
     rows = task.load_rows(args.data) if args.data else held
     rows = rows[: args.limit] if args.limit else rows
-    rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny" else cfg.rollout.serve_mode})
+    rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny"
+                                             else cfg.rollout.serve_mode})
     workers = ActorGroup(RolloutWorker, 1, name="rollout", backend=LocalBackend(), args_for=lambda i: (
         (base, str(paths.tokenizer_dir), rollout, mc.lora), {"dtype": mc.dtype}))
     worker = workers.actors[0]
@@ -87,14 +88,17 @@ def main(argv: list[str] | None = None) -> int:
         from actors.agent_loop import EPISODE_EVAL_KEYS, episode_eval
 
         samples = worker.play_episodes(rows, task=cfg.task, max_turns=cfg.env.max_turns, seed=0,
-                                       temperature=cfg.rollout.eval_temperature, max_context=cfg.env.max_context)
+                                       temperature=cfg.rollout.eval_temperature,
+                                       max_context=cfg.env.max_context)
         table, keys = episode_eval(rows, samples, task.group_column), EPISODE_EVAL_KEYS
     else:
-        table = evaluate(task, lambda prompts, **s: generate(workers, prompts, **s), worker.tokenizer, rows, 0.0)
+        table = evaluate(task, lambda prompts, **s: generate(workers, prompts, **s), worker.tokenizer, rows,
+                         0.0)
         keys = task.eval_keys
     label = "adapter" if args.adapter else "base"
     print(format_eval_tables({label: table}, keys))
-    print(f"\n{len(rows)} held-out {'episodes' if agent else 'rows'}; model {base}" + (f" + adapter {args.adapter}" if args.adapter else ""))
+    print(f"\n{len(rows)} held-out {'episodes' if agent else 'rows'}; model {base}"
+          + (f" + adapter {args.adapter}" if args.adapter else ""))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(table, indent=2, ensure_ascii=False) + "\n")
     return 0

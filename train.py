@@ -84,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if plan.resume is None and (plan.run_dir / "config.json").exists():
         gone = start_over(plan.run_dir)
-        print(f"run {plan.run_dir.name} has no complete checkpoint: starting it over (removed {', '.join(gone)})")
+        print(f"run {plan.run_dir.name} has no complete checkpoint: starting it over (removed "
+              f"{', '.join(gone)})")
     from observe.tracking import note_tags
 
     note_tags(cfg.tracking, plan.run_dir, preset)  # the trackers' tags that only the driver knows
@@ -243,7 +244,8 @@ def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple | None =
     if cfg.train.eval_before and info["step"] == 0 and "before" not in info["evaluated"]:
         before = stop.wait(ray, coord.evaluate.remote("before"))
         shown = [k for k in ("tool_accuracy", "average_score", "success_rate", "turns_mean") if k in before]
-        print("eval before RL: " + ", ".join(f"{k.replace('_', ' ')} {before[k]:.3f}" for k in shown), flush=True)
+        print("eval before RL: " + ", ".join(f"{k.replace('_', ' ')} {before[k]:.3f}" for k in shown),
+              flush=True)
     _loop(ray, coord, cfg, info["step"], stop)
     if cfg.train.eval_after:
         stop.wait(ray, coord.evaluate.remote("after"))
@@ -260,7 +262,8 @@ def _last_step(run_dir: Path) -> int:
 def _loop(ray, coord, cfg, start: int, stop: StopSignals) -> None:
     from tqdm import tqdm
 
-    bar = tqdm(total=cfg.train.steps, initial=start, desc="RL", disable=not cfg.train.progress, dynamic_ncols=True)
+    bar = tqdm(total=cfg.train.steps, initial=start, desc="RL", disable=not cfg.train.progress,
+               dynamic_ncols=True)
     step = start
     while step < cfg.train.steps:
         row = stop.wait(ray, coord.train_step.remote())

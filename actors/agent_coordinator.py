@@ -10,7 +10,8 @@ push, record, checkpoint: all as in `actors.coordinator.Coordinator`, which this
 
 The set-up differs in three things: the rows are the task's episode rows, a tiny model's tokenizer
 also learns the episodes' text, and the warm-up fine-tunes on the task's scripted trajectories played
-against the environment (`Task.episode_script`). The eval plays the held-out episodes greedily (`agent_loop.episode_eval`) and
+against the environment (`Task.episode_script`). The eval plays the held-out episodes greedily
+(`agent_loop.episode_eval`) and
 keeps them in `episodes_<tag>.jsonl`.
 """
 
@@ -47,7 +48,8 @@ class AgentCoordinator(Coordinator):
 
     def _probe(self) -> tuple[list[int], list[int]]:
         """The first scripted turn of the first held-out episode: what every push is checked with."""
-        (prompt, completion, _), = trajectory_examples(self.cfg, self.task, self.tokenizer, (self.eval_rows or self.train_rows)[:1])
+        (prompt, completion, _), = trajectory_examples(self.cfg, self.task, self.tokenizer,
+                                                       (self.eval_rows or self.train_rows)[:1])
         return prompt, completion[:64]
 
     def _play(self, rows: list[dict], **sampling: Any) -> list[EpisodeSample]:
@@ -61,12 +63,14 @@ class AgentCoordinator(Coordinator):
         self.step += 1
         rows, n = self.stream.next_rows(), self.cfg.rollout.n
         with timed(times, "generate"):
-            samples = self._play([r for r in rows for _ in range(n)], seed=self.cfg.train.seed * 100_003 + self.step)
+            samples = self._play([r for r in rows for _ in range(n)],
+                                 seed=self.cfg.train.seed * 100_003 + self.step)
         groups = [samples[i * n : (i + 1) * n] for i in range(len(rows))]
         rewards = torch.tensor([[s.score["total"] for s in g] for g in groups], dtype=torch.float64)
         lengths = [[sum(s.loss_mask) for s in g] for g in groups]  # the policy's own tokens per episode
         stats = self._episode_stats(rows, groups, lengths)
-        out = self._advantages(rewards, lengths=lengths, max_len=self.cfg.env.max_turns * self.cfg.rollout.max_tokens)
+        out = self._advantages(rewards, lengths=lengths,
+                               max_len=self.cfg.env.max_turns * self.cfg.rollout.max_tokens)
         with timed(times, "learn"):
             learn = self.roles.learn(episode_batch(samples, out)) if out.valid_samples else None
             self._learned = True
@@ -83,18 +87,22 @@ class AgentCoordinator(Coordinator):
         tokens per episode, truncation, the reward parts and the episode metrics."""
         samples = [s for g in groups for s in g]
         stats = batch_stats(
-            [r[self.task.group_column] for r in rows], correct=[[s.score["success"] for s in g] for g in groups],
+            [r[self.task.group_column] for r in rows],
+            correct=[[s.score["success"] for s in g] for g in groups],
             rewards=[[s.score["total"] for s in g] for g in groups], lengths=lengths,
             truncated=[[s.truncated for s in g] for g in groups], lags=[[0] * len(g) for g in groups])
-        stats.update(breakdown_means([{k: v for k, v in s.score.items() if k not in _COUNTS} for s in samples]))
+        stats.update(breakdown_means([{k: v for k, v in s.score.items() if k not in _COUNTS}
+                                      for s in samples]))
         stats.update(episode_metrics(samples))
         return stats
 
     def _eval_table(self, tag: str, rows: list[dict]) -> dict:
         """Greedy episodes of the held-out rows; every one kept in episodes_<tag>.jsonl."""
         samples = self._play(rows, temperature=self.cfg.rollout.eval_temperature, seed=0)
-        lines = [json.dumps({"id": r.get("id"), "category": r.get(self.task.group_column), "messages": s.messages,
-                             "turns": s.turns, "truncated": s.truncated, "score": s.score}, ensure_ascii=False)
+        lines = [json.dumps({"id": r.get("id"), "category": r.get(self.task.group_column),
+                             "messages": s.messages,
+                             "turns": s.turns, "truncated": s.truncated, "score": s.score},
+                            ensure_ascii=False)
                  for r, s in zip(rows, samples, strict=True)]
         self.run.write_text(f"episodes_{tag}.jsonl", "\n".join(lines) + "\n")
         return episode_eval(rows, samples, self.task.group_column)
@@ -106,7 +114,8 @@ def episode_batch(samples: list[EpisodeSample], out: StepResult) -> TrainBatch:
     keep = out.trained.flatten().tolist()
     idx = [i for i, k in enumerate(keep) if k]
     return TrainBatch(
-        prompt_ids=[samples[i].prompt_ids for i in idx], completion_ids=[samples[i].completion_ids for i in idx],
+        prompt_ids=[samples[i].prompt_ids for i in idx],
+        completion_ids=[samples[i].completion_ids for i in idx],
         rollout_logprobs=[samples[i].logprobs for i in idx],
         advantages=[float(a) for a, k in zip(out.advantages.flatten(), keep) if k],
         lags=[0] * len(idx), loss_mask=[samples[i].loss_mask for i in idx],

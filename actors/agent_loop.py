@@ -48,10 +48,12 @@ class Wrapper:
         said = [{"role": "user", "content": "u"}, {"role": "assistant", "content": _MARK.format("A")}]
         turn = tokenizer.apply_chat_template(said, tokenize=False)
         close = turn.split(_MARK.format("A"), 1)[1]
-        full = tokenizer.apply_chat_template(said + [{"role": OBSERVATION_ROLE, "content": _MARK.format("O")}],
+        full = tokenizer.apply_chat_template(said + [{"role": OBSERVATION_ROLE,
+                                                      "content": _MARK.format("O")}],
                                              tokenize=False, add_generation_prompt=True)
         if not full.startswith(turn):
-            raise TemplateDriftError("the chat template renders earlier turns differently once a tool message follows")
+            raise TemplateDriftError("the chat template renders earlier turns "
+                                     "differently once a tool message follows")
         before, after = full[len(turn):].split(_MARK.format("O"), 1)
         return cls(close, before, after)
 
@@ -107,7 +109,8 @@ class _Live:
         s.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
 
 
-def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any, generate: Generate,
+def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any,
+                 generate: Generate,
                  max_context: int) -> list[EpisodeSample]:
     """Play one episode per row, all in flight together; an episode ends when its environment says
     so, after its `max_turns`, or when its next turn would not fit in `max_context` tokens
@@ -148,7 +151,7 @@ def scripted_samples(rows: Sequence[dict], make_env: Callable[[], Environment], 
         turns = iter(script)
 
         def say(sequences: list[list[int]]) -> list[tuple[list[int], list[float]]]:
-            ids = tokenizer.encode(next(turns, ""), add_special_tokens=False) + [tokenizer.eos_token_id]
+            ids = tokenizer.encode(next(turns, ""), add_special_tokens=False) + [tokenizer.eos_token_id]  # noqa: B023
             return [(ids, [0.0] * len(ids))]
 
         out += run_episodes([row], make_env, tokenizer, say, max_context)
@@ -161,11 +164,12 @@ def check_transcript(tokenizer: Any, sample: EpisodeSample) -> None:
     conversation the environment saw."""
     got = tokenizer.decode(sample.prompt_ids + sample.completion_ids, skip_special_tokens=False)
     ends_on_observation = sample.messages[-1]["role"] == OBSERVATION_ROLE
-    want = tokenizer.apply_chat_template(sample.messages, tokenize=False, add_generation_prompt=ends_on_observation)
+    want = tokenizer.apply_chat_template(sample.messages, tokenize=False,
+                                         add_generation_prompt=ends_on_observation)
     rest = want[len(got):] if want.startswith(got) else None
     if rest is None or not Wrapper.of(tokenizer).close.endswith(rest):
-        raise TemplateDriftError(f"episode ids decode to a different conversation than the template renders:\n"
-                                 f"ids:      {got[-200:]!r}\ntemplate: {want[-200:]!r}")
+        raise TemplateDriftError("episode ids decode to a different conversation than the template "
+                                 f"renders:\nids:      {got[-200:]!r}\ntemplate: {want[-200:]!r}")
 
 
 def episode_metrics(samples: Sequence[EpisodeSample]) -> dict[str, float]:
@@ -191,7 +195,8 @@ and its parts (the environment's `score()`), turns, tool errors, truncation."""
 _PARTS = ("tools", "params", "state", "outcome")
 
 
-def episode_eval(rows: Sequence[dict], samples: Sequence[EpisodeSample], group_column: str = "category") -> dict:
+def episode_eval(rows: Sequence[dict], samples: Sequence[EpisodeSample],
+                 group_column: str = "category") -> dict:
     """The eval table of greedy episodes: success rate, mean reward and score parts, mean turns, tool
     error rate, truncation and the success rate per `group_column` value (rates in [0, 1], `n`)."""
     m = episode_metrics(samples)

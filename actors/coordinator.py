@@ -107,7 +107,8 @@ class Coordinator(RunState):
         self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, judge))
         self.run.event("placement", **self.info["placement"])
         self.roles.set_probe(*self._probe())
-        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
+        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed,
+                                   self.task.group_column)
         if resume:
             self._restore(Path(resume), "resume")
         else:
@@ -145,7 +146,8 @@ class Coordinator(RunState):
     def _keep_rows(self, keep: list[int]) -> None:
         self.kept_rows = list(keep)
         self.train_rows = [self.train_rows[i] for i in keep]
-        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed, self.task.group_column)
+        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed,
+                                   self.task.group_column)
 
     # ---- one RL step ------------------------------------------------------------------------------
     def train_step(self) -> dict[str, Any] | None:
@@ -189,7 +191,8 @@ class Coordinator(RunState):
         with timed(times, "sync"):
             sync = self._push(learn)
         times["step"] = time.perf_counter() - t0
-        row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats, **(learn or {}),
+        row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats,
+               **(learn or {}),
                **{f"time/{k}": v for k, v in times.items()}}
         return self._record(row)
 
@@ -213,13 +216,14 @@ class Coordinator(RunState):
         """The run never trains on samples older than train.max_staleness policy versions."""
         for worker, v in enumerate(gen.versions):
             if not 0 <= self.version - v <= self.cfg.train.max_staleness:
-                raise PushError(f"worker {worker} generated with version {v}; the learner is at {self.version} "
-                                f"and train.max_staleness is {self.cfg.train.max_staleness}")
+                raise PushError(f"worker {worker} generated with version {v}; the learner is at "
+                                f"{self.version} and train.max_staleness is {self.cfg.train.max_staleness}")
 
     def _score(self, rows: list[dict], groups: list[list]) -> ScoreResult:
         flat_rows = [row for row, g in zip(rows, groups) for _ in g]
         scored = self.roles.pool.score(ScoreRequest(
-            prompts=[row["prompt"] for row in flat_rows], completions=[comp.text for g in groups for comp in g],
+            prompts=[row["prompt"] for row in flat_rows],
+            completions=[comp.text for g in groups for comp in g],
             columns=self.task.columns(flat_rows),
         ))
         for line in scored.failure_log:  # each failed completion keeps its one-line record
@@ -229,7 +233,8 @@ class Coordinator(RunState):
                         len(scored.failure_log), scored.failure_log[0][:300])
         return scored
 
-    def _batch_stats(self, rows: list[dict], gen: Generation, scored: ScoreResult, correct) -> dict[str, float]:
+    def _batch_stats(self, rows: list[dict], gen: Generation, scored: ScoreResult,
+                     correct) -> dict[str, float]:
         stats = rollout_stats([r[self.task.group_column] for r in rows], gen, scored, correct, self.version)
         if self.stream.accuracy is not None:  # adaptive sampling follows the accuracy per row kind
             by_value = accuracy_by([r[self.cfg.train.adaptive_by] for r in rows], correct)
@@ -243,7 +248,8 @@ class Coordinator(RunState):
         valid = None
         if any(scored.failed):
             valid = torch.tensor([not f for f in scored.failed]).view_as(rewards)
-        return self._advantages(rewards, valid=valid, lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
+        return self._advantages(rewards, valid=valid,
+                                lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
                                 max_len=self.cfg.rollout.max_tokens, texts=[c.text for c in comps],
                                 offsets=[c.offsets for c in comps])
 
@@ -268,7 +274,8 @@ class Coordinator(RunState):
             self.skipped_in_a_row += 1
             self.run.event("update_skipped", step=self.step, in_a_row=self.skipped_in_a_row)
             if self.skipped_in_a_row >= self.cfg.train.max_skipped_updates:
-                raise self._stop(f"{self.skipped_in_a_row} updates in a row had a non-finite loss or gradient norm")
+                raise self._stop(f"{self.skipped_in_a_row} updates in a row "
+                                 "had a non-finite loss or gradient norm")
             return {"policy_version": self.version}
         self.skipped_in_a_row = 0
         served = self.roles.push()
@@ -307,7 +314,8 @@ class Coordinator(RunState):
     def _eval_table(self, tag: str, rows: list[dict]) -> dict:
         from actors.generation import evaluate
 
-        return evaluate(self.task, self.roles.generate, self.tokenizer, rows, self.cfg.rollout.eval_temperature)
+        return evaluate(self.task, self.roles.generate, self.tokenizer, rows,
+                        self.cfg.rollout.eval_temperature)
 
     def finish(self) -> dict:
         """Final checkpoint and adapter, switch events and eval tables; returns a summary."""
@@ -321,7 +329,8 @@ class Coordinator(RunState):
         events = [e.__dict__ for e in self.switch.events]
         self.run.write_json("ngrpo_switch_events.json", events)
         self.run.write_text("eval_table.md", format_eval_tables(self.eval_tables, self.eval_keys) + "\n")
-        return {"adapter": adapter, "checkpoint": str(final), "switch_events": events, "eval": self.eval_tables,
+        return {"adapter": adapter, "checkpoint": str(final), "switch_events": events,
+                "eval": self.eval_tables,
                 "run_dir": str(self.run.dir), "eval_keys": list(self.eval_keys)}
 
     def shutdown(self) -> None:

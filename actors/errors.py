@@ -48,7 +48,8 @@ def lost_process(error: BaseException) -> bool:
         return inner.cause.startswith(_LOST)
     from ray.exceptions import RayActorError, WorkerCrashedError
 
-    return isinstance(inner, RayActorError | WorkerCrashedError) and not getattr(inner, "actor_init_failed", False)
+    return isinstance(inner,
+                      RayActorError | WorkerCrashedError) and not getattr(inner, "actor_init_failed", False)
 
 
 def root_cause(error: BaseException) -> str:

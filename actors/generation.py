@@ -26,10 +26,11 @@ class Generation:
     versions: list[int]  # the policy version each worker served
 
     @classmethod
-    def of(cls, rollouts: list[Rollout]) -> "Generation":
+    def of(cls, rollouts: list[Rollout]) -> Generation:
         """The workers' answers, in worker order, as one generation in prompt order."""
         return cls(prompt_ids=[p for r in rollouts for p in r.prompt_token_ids],
-                   groups=[g for r in rollouts for g in r.groups], versions=[r.policy_version for r in rollouts])
+                   groups=[g for r in rollouts for g in r.groups],
+                   versions=[r.policy_version for r in rollouts])
 
 
 def split_evenly(items: list, k: int) -> dict[int, list]:
@@ -41,7 +42,8 @@ def split_evenly(items: list, k: int) -> dict[int, list]:
 def generate(workers: ActorGroup, prompts: list[str], **sampling: Any) -> Generation:
     """n completions per prompt (`sampling` as `RolloutWorker.generate` takes it)."""
     shares = split_evenly(prompts, len(workers))
-    refs = [workers.backend.call(workers.actors[i], "generate", share, **sampling) for i, share in shares.items()]
+    refs = [workers.backend.call(workers.actors[i], "generate", share, **sampling)
+            for i, share in shares.items()]
     return Generation.of(workers.get(refs))
 
 

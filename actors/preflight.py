@@ -77,8 +77,8 @@ def resume_plan(mode: str, run_dir: Path, root: Path, trusted: Sequence[str] = (
     exists = (run_dir / "config.json").exists()
     if mode == "never":
         if exists:
-            raise PreflightError([f"train.resume=never: run {run_dir.name!r} exists ({run_dir}); choose another "
-                                  "train.run_name, or set train.resume=auto to continue it"])
+            raise PreflightError([f"train.resume=never: run {run_dir.name!r} exists ({run_dir}); choose "
+                                  "another train.run_name, or set train.resume=auto to continue it"])
         return Plan(run_dir, None)
     roots = [Path(root).expanduser().resolve()] + [Path(t).expanduser().resolve() for t in trusted]
     if mode == "auto":
@@ -128,7 +128,8 @@ def _trusted(checkpoint: Path, key: str) -> None:
 
 # Keys a resumed run may change: how long it runs, how it is watched and where it runs.
 MAY_CHANGE = ("train.steps", "train.resume", "train.progress", "train.max_restarts", "train.restart_window",
-              "train.max_skipped_updates", "train.checkpoint_every", "train.keep_checkpoints", "train.eval_after", "train.run_dir",
+              "train.max_skipped_updates", "train.checkpoint_every", "train.keep_checkpoints",
+              "train.eval_after", "train.run_dir",
               "train.run_name", "cluster.", "rollout.call_timeout_s", "rollout.start_timeout_s",
               "learner.call_timeout_s", "tracking")
 
@@ -153,7 +154,8 @@ def config_changes(cfg: Config, run_dir: Path) -> list[str]:
 
 def _diff(a, b, prefix: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
-        return [k for key in sorted(set(a) | set(b)) for k in _diff(a.get(key), b.get(key), f"{prefix}{key}.")]
+        return [k for key in sorted(set(a) | set(b))
+                for k in _diff(a.get(key), b.get(key), f"{prefix}{key}.")]
     return [] if a == b else [prefix.rstrip(".")]
 
 
@@ -237,7 +239,8 @@ def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:
         paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
         tok = AutoTokenizer.from_pretrained(str(paths.tokenizer_dir))
     except OSError as e:
-        return [f"model.name: cannot load the tokenizer of {cfg.model.tokenizer or cfg.model.name} offline ({e})"]
+        return ["model.name: cannot load the tokenizer of "
+                f"{cfg.model.tokenizer or cfg.model.name} offline ({e})"]
     if context := _model_context(cfg, paths):
         return context
     limit = cfg.rollout.max_model_len - cfg.rollout.max_tokens
@@ -295,6 +298,6 @@ def resource_problems(cfg: Config, total: dict[str, float]) -> list[str]:
         if need > have + 1e-9:
             asked = ", ".join(f"{role} {p[0]} x {p[col]:g}" for role, p in parts.items() if p[col])
             out.append(f"the roles ask for {need:g} {res} ({asked}) but the cluster has {have:g}: lower "
-                       f"rollout.{key} / learner.{key} / reward.{key}, or add nodes (Ray's CPU count is bookkeeping: "
-                       "threads are set by rollout.num_threads and learner.num_threads)")
+                       f"rollout.{key} / learner.{key} / reward.{key}, or add nodes (Ray's CPU count is "
+                       "bookkeeping: threads are set by rollout.num_threads and learner.num_threads)")
     return out

@@ -70,12 +70,14 @@ class RewardActor:
     def _call(self, fn: Any, req: ScoreRequest, idx: list[int]) -> list[dict[str, float]]:
         """One {"total": reward, parts...} dict per completion of `idx`; raises on a bad answer."""
         cols = {k: [v[i] for i in idx] for k, v in req.columns.items()}
-        kwargs = dict(prompts=[req.prompts[i] for i in idx], completions=[req.completions[i] for i in idx], **cols)
+        kwargs = dict(prompts=[req.prompts[i] for i in idx], completions=[req.completions[i] for i in idx],
+                      **cols)
         if callable(getattr(fn, "breakdown", None)):
             parts = self._pool.submit(fn.breakdown, **kwargs).result(timeout=self.timeout_s)
             out = [{k: float(v) for k, v in p.items()} for p in parts]
             if len(out) != len(idx) or not all("total" in p for p in out):
-                raise ValueError(f"breakdown returned {len(out)} dicts with a 'total' for {len(idx)} completions")
+                raise ValueError(f"breakdown returned {len(out)} dicts with "
+                                 f"a 'total' for {len(idx)} completions")
         else:
             # None is TRL's "not applicable to this sample": it adds nothing, and is not a failure.
             values = self._pool.submit(fn, **kwargs).result(timeout=self.timeout_s)
@@ -96,7 +98,8 @@ class RewardActor:
             return list(self._call(fn, req, list(range(n))))
         except cf.TimeoutError:
             self.poisoned = True
-            logs += [f"reward {name!r} timed out after {self.timeout_s}s on: {c[:120]!r}" for c in req.completions]
+            logs += [f"reward {name!r} timed out after {self.timeout_s}s on: {c[:120]!r}"
+                     for c in req.completions]
             return [None] * n
         except Exception as e:  # noqa: BLE001 - user code; isolate the failing completions
             log.debug("reward %s failed on the whole shard (%s); isolated per completion", name, e)
@@ -115,7 +118,8 @@ class RewardActor:
                 logs.append(f"reward {name!r} timed out after {self.timeout_s}s on: {text!r}")
             except Exception as e1:  # noqa: BLE001
                 out.append(None)
-                logs.append(f"reward {name!r} raised {type(e1).__name__}: {one_line(str(e1), 200)} on: {text!r}")
+                logs.append(f"reward {name!r} raised {type(e1).__name__}: "
+                            f"{one_line(str(e1), 200)} on: {text!r}")
         return out
 
     def score(self, req: ScoreRequest) -> tuple[ScoreResult, bool]:
@@ -150,7 +154,8 @@ class RewardPool:
 
     @classmethod
     def start(
-        cls, functions: list[tuple[str, float]], backend: Backend, *, num_actors: int = 2, timeout_s: float = 30.0,
+        cls, functions: list[tuple[str, float]], backend: Backend, *, num_actors: int = 2,
+        timeout_s: float = 30.0,
         judge: str | None = None, num_cpus: float = 0.25, runtime_env: dict | None = None,
         name_prefix: str | None = None,
     ) -> RewardPool:
@@ -170,15 +175,16 @@ class RewardPool:
             import ray
 
             raise RuntimeError(
-                f"only {len(ready)} of {len(refs)} reward actors started within {timeout_s:.0f}s; the cluster "
-                f"has {ray.available_resources()} free: lower reward.num_cpus or reward.num_actors"
+                f"only {len(ready)} of {len(refs)} reward actors started within {timeout_s:.0f}s; the "
+                f"cluster has {ray.available_resources()} free: lower reward.num_cpus or reward.num_actors"
             )
 
     def score(self, req: ScoreRequest) -> ScoreResult:
         n = len(req.completions)
         k = max(1, min(len(self.group), n))
         bounds = [(i * n // k, (i + 1) * n // k) for i in range(k)]
-        shards = [ScoreRequest(req.prompts[a:b], req.completions[a:b], {c: v[a:b] for c, v in req.columns.items()})
+        shards = [ScoreRequest(req.prompts[a:b], req.completions[a:b],
+                               {c: v[a:b] for c, v in req.columns.items()})
                   for a, b in bounds]
         refs = self.group.call_each("score", [(s,) for s in shards])
         # The actor enforces the per-call timeout itself; this outer bound catches an actor that is

@@ -56,15 +56,18 @@ class Roles:
         trainable = self.start_learners()
         c = self.cfg
         self.rollout = self._group(
-            "rollout", c.rollout.num_workers, c.rollout.placement_strategy, c.rollout.num_cpus, c.rollout.num_gpus,
+            "rollout", c.rollout.num_workers, c.rollout.placement_strategy, c.rollout.num_cpus,
+            c.rollout.num_gpus,
             c.rollout.num_threads, lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
-                                              {"dtype": c.model.dtype, "worker_index": i, "seed": c.train.seed}))
+                                              {"dtype": c.model.dtype, "worker_index": i,
+                                               "seed": c.train.seed}))
         self._wait(self.rollout, self.rollout.call("ready"), "rollout", c.rollout.start_timeout_s)
         self.pool: RewardPool | None = None
         if judge is not None:
             functions = [(f.name, f.weight) for f in c.reward.functions]
             reward_group = self._group("reward", c.reward.num_actors, None, c.reward.num_cpus, 0, None,
-                                       lambda i: ((functions, c.reward.timeout_s), {"index": i, "judge": judge}))
+                                       lambda i: ((functions, c.reward.timeout_s),
+                                                  {"index": i, "judge": judge}))
             self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1, self.recovering)
             self.pool.wait_ready()
         return {"trainable_params": trainable, "placement": self.placement()}
@@ -74,7 +77,8 @@ class Roles:
         c, world = self.cfg, self.cfg.learner.world_size
         self.learners = self._group(
             "learner", world, c.learner.placement_strategy, c.learner.num_cpus, c.learner.num_gpus,
-            c.learner.num_threads, lambda i: ((self.model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
+            c.learner.num_threads,
+            lambda i: ((self.model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
                                               {"rank": i, "world_size": world, "seed": c.train.seed,
                                                "rl_steps": c.train.steps}))
         addr, port = self.learner_call("rendezvous", ranks=[0])[0]
@@ -83,7 +87,8 @@ class Roles:
             self.learner_call("set_probe", *self.probe)
         return trainable[0]
 
-    def _group(self, role: str, count: int, strategy: str | None, cpus: float, gpus: float, threads: int | None,
+    def _group(self, role: str, count: int, strategy: str | None, cpus: float, gpus: float,
+               threads: int | None,
                args_for: Callable[[int], tuple[tuple, dict]]) -> ActorGroup:
         env = dict(self.env_vars)
         if threads:  # explicit threads: Ray's CPU count is bookkeeping (docs/platform.md#threads-and-pinning)
@@ -95,8 +100,10 @@ class Roles:
 
     def placement(self) -> dict:
         """Per role: the node and process of each actor (processes for operators and fault tests)."""
-        groups = {"learner": self.learners, "rollout": self.rollout, **({"reward": self.pool.group} if self.pool else {})}
-        return {role: [{"node": n, "pid": pid} for n, pid in g.get(g.call("identity"))] for role, g in groups.items()}
+        groups = {"learner": self.learners, "rollout": self.rollout,
+                  **({"reward": self.pool.group} if self.pool else {})}
+        return {role: [{"node": n, "pid": pid} for n, pid in g.get(g.call("identity"))]
+                for role, g in groups.items()}
 
     def placed(self, role: str, index: int) -> list[dict]:
         """Where a replaced role runs now: the new learner group (every rank), or the one new actor."""
@@ -144,7 +151,8 @@ class Roles:
         while the caller does other work (the learner's update in the one-step-off pipeline). Weights
         pushed later queue behind this generation."""
         chunks = split_evenly(prompts, len(self.rollout))
-        refs = {i: self.backend.call(self.rollout.actors[i], method, ch, **sampling) for i, ch in chunks.items()}
+        refs = {i: self.backend.call(self.rollout.actors[i], method, ch, **sampling)
+                for i, ch in chunks.items()}
         return PendingGeneration(chunks, refs, sampling, method)
 
     def _collect(self, pending: PendingGeneration) -> list:
@@ -158,7 +166,8 @@ class Roles:
             done.update(answers)
             for i, cause in failures.items():
                 self.replace_worker(i, cause)
-            refs = {i: self.backend.call(self.rollout.actors[i], pending.method, pending.chunks[i], **pending.sampling)
+            refs = {i: self.backend.call(self.rollout.actors[i], pending.method, pending.chunks[i],
+                                         **pending.sampling)
                     for i in failures}
         return [done[i] for i in sorted(done)]
 
@@ -197,7 +206,8 @@ class Roles:
         served: dict[int, Served] = {}
         pending = list(indices)
         while pending:
-            refs = {i: self.backend.call(self.rollout.actors[i], "load_adapter", update_ref, rollback) for i in pending}
+            refs = {i: self.backend.call(self.rollout.actors[i], "load_adapter", update_ref, rollback)
+                    for i in pending}
             answers, failures = self._gather_loads(refs, export_refs)
             served.update(answers)
             pending = list(failures)

@@ -137,7 +137,8 @@ class RolloutWorker:
             fingerprint=self.served_fingerprint,
         )
 
-    def play_episodes(self, rows: list[dict], task: TaskConfig, max_turns: int, temperature: float | None = None,
+    def play_episodes(self, rows: list[dict], task: TaskConfig, max_turns: int,
+                      temperature: float | None = None,
                       max_tokens: int | None = None, seed: int | None = None,
                       max_context: int | None = None) -> list[EpisodeSample]:
         """One multi-turn episode per row against the task's environment, all in flight together
@@ -150,8 +151,10 @@ class RolloutWorker:
             return [(list(o.outputs[0].token_ids), lps[0]) for o, lps in zip(outs, logprobs)]
 
         env_task = load_task(task)
-        max_context = min(max_context or self.cfg.max_model_len, self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
-        return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine, max_context)
+        max_context = min(max_context or self.cfg.max_model_len,
+                          self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
+        return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine,
+                            max_context)
 
     def _run(self, prompt_ids: list[list[int]], params) -> tuple[list, list[list[list[float]]]]:
         """vLLM's outputs for token-id prompts, and per output and sample the sampled tokens' logprobs."""
@@ -214,7 +217,8 @@ class RolloutWorker:
                 f"learner sent {update.fingerprint}"
             )
         if update.version <= self.version and self.served_fingerprint != NO_ADAPTER and not rollback:
-            raise PushError(f"worker {self.worker_index}: version {update.version} is not newer than {self.version}")
+            raise PushError(f"worker {self.worker_index}: version "
+                            f"{update.version} is not newer than {self.version}")
         gap = None
         for attempt in (1, 2):
             self._apply(update)
@@ -225,8 +229,9 @@ class RolloutWorker:
                         self.worker_index, gap, update.version, attempt)
         else:
             raise PushError(
-                f"worker {self.worker_index}: after loading version {update.version} (twice) the engine scores the "
-                f"probe {gap:.3g} away from the learner (allowed {self.max_logprob_gap:g}): the weights did not take"
+                f"worker {self.worker_index}: after loading version {update.version} (twice) the engine "
+                f"scores the probe {gap:.3g} away from the learner (allowed {self.max_logprob_gap:g}): "
+                "the weights did not take"
             )
         self.version = update.version
         self.served_fingerprint = got

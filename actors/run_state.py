@@ -94,11 +94,11 @@ class RunState:
         roles move): `recovered`, the faults summary's source. `moved`: the role started again when it is
         not the one that failed (the learner group, rebuilt after any failure that reached the step)."""
         self._on_failure(failure)
-        t0, before = time.perf_counter(), self.step
+        t0, before, moved = time.perf_counter(), self.step, moved or failure.role
         yield
         self.run.event("recovered", step=self.step, role=failure.role, index=failure.index,
-                       seconds=round(time.perf_counter() - t0, 3), redone=before - self.step,
-                       placed=self.roles.placed(moved or failure.role, failure.index))
+                       seconds=round(time.perf_counter() - t0, 3), redone=before - self.step, moved=moved,
+                       placed=self.roles.placed(moved, failure.index))
 
     def record_recovery(self, failure: RoleFailure, restarts: int, seconds: float | None = None,
                         redone: int = 0) -> None:

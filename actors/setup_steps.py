@@ -64,7 +64,8 @@ def drill_examples(task: Task, tokenizer: Any, n: int) -> list[tuple]:
     return out
 
 
-def difficulty_keep(cfg: Config, task: Task, rows: list[dict], generate: Callable, score: Callable) -> list[int]:
+def difficulty_keep(cfg: Config, task: Task, rows: list[dict], generate: Callable,
+                    score: Callable) -> list[int]:
     """Indices of the training `rows` the difficulty filter keeps: every prompt sampled with the current
     policy (`generate(rows, n=...)`, scored by `score(rows, groups)`), the easy/medium/hard mix kept."""
     from actors.step_data import judge_matrix

@@ -26,7 +26,8 @@ def rollout_stats(values: list[str], gen: Generation, scored: ScoreResult, corre
     """Accuracy and reward per group value, lengths, truncation and version lag of a step's samples."""
     n = len(gen.groups[0]) if gen.groups else 1
     return batch_stats(
-        values, correct=correct, rewards=[scored.rewards[i : i + n] for i in range(0, len(scored.rewards), n)],
+        values, correct=correct,
+        rewards=[scored.rewards[i : i + n] for i in range(0, len(scored.rewards), n)],
         lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
         truncated=[[c.finish_reason == "length" for c in g] for g in gen.groups],
         lags=[[version - c.policy_version for c in g] for g in gen.groups],

@@ -19,8 +19,9 @@ Elsewhere the worker asks vLLM for the logprobs (the lean path of `actors/vllm_l
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 
 class TapError(RuntimeError):
@@ -48,7 +49,8 @@ class Recording:
         recorded = list(by_request.values())
         expected = sum(len(o.outputs) for o in outputs)
         if len(recorded) != expected:
-            raise TapError(f"the engine sampled for {len(recorded)} requests, {expected} completions came back")
+            raise TapError(f"the engine sampled for {len(recorded)} "
+                           f"requests, {expected} completions came back")
         result, start = [], 0
         for out in outputs:
             mine = recorded[start : start + len(out.outputs)]
@@ -57,8 +59,8 @@ class Recording:
             for c in out.outputs:
                 tokens, lps = mine[c.index]
                 if list(c.token_ids) != tokens:
-                    raise TapError(f"request {out.request_id}, sample {c.index}: the recorded tokens are not the "
-                                   "ones vLLM returned")
+                    raise TapError(f"request {out.request_id}, sample {c.index}: the recorded tokens are "
+                                   "not the ones vLLM returned")
                 group.append(lps)
             result.append(group)
         return result

@@ -140,7 +140,8 @@ def _metrics(loss: torch.Tensor, ratio: torch.Tensor, log_ratio: torch.Tensor, a
     }
 
 
-def _importance_ratio(keep: torch.Tensor, old: torch.Tensor, behaviour: torch.Tensor | None) -> torch.Tensor | None:
+def _importance_ratio(keep: torch.Tensor, old: torch.Tensor,
+                      behaviour: torch.Tensor | None) -> torch.Tensor | None:
     """(B, T) exp(old - behaviour) on kept tokens (1 elsewhere), without gradient; None without behaviour."""
     if behaviour is None:
         return None

@@ -4,7 +4,8 @@ Owns: the mode (off / on / dynamic), the moving window of ``frac_reward_zero_std
 that turns NGRPO on and off, and the log of switch events. Does not compute the fractions (see
 `algo.advantages.zero_std_stats`) nor the advantages.
 
-Why dynamic (the field report's finding, docs/algorithm.md#the-dynamic-switch): early in training groups differ naturally and NGRPO is not needed;
+Why dynamic (the field report's finding, docs/algorithm.md#the-dynamic-switch): early in training groups
+differ naturally and NGRPO is not needed;
 once the policy converges, most groups score identically and plain GRPO stops learning. Two thresholds
 (on above 0.30, off below 0.20) keep the switch from flapping when the fraction hovers near one value.
 

@@ -6,7 +6,8 @@ category (or another row column). The "correct" signal comes from the task's jud
 the reward pool; nothing here parses completions.
 
 >>> batch_stats(["a", "b"], correct=[[1.0, 0.0], [1.0, 1.0]], rewards=[[1.0, 0.0], [0.5, 0.5]],
-...             lengths=[[3, 5], [4, 4]], truncated=[[False, True], [False, False]], lags=[[0, 0], [0, 0]])["tool_accuracy"]
+...             lengths=[[3, 5], [4, 4]], truncated=[[False, True], [False, False]],
+...             lags=[[0, 0], [0, 0]])["tool_accuracy"]
 0.75
 """
 

@@ -126,7 +126,8 @@ def algo_step(
     return StepResult(adv, weights, metrics, active, event, trained)
 
 
-def _ragged_zero_std(rewards: torch.Tensor, trained: torch.Tensor, kept: torch.Tensor, max_reward: float) -> dict:
+def _ragged_zero_std(rewards: torch.Tensor, trained: torch.Tensor, kept: torch.Tensor,
+                     max_reward: float) -> dict:
     """`zero_std_stats` over the kept groups, each on its valid samples only (ragged groups)."""
     per_group = [zero_std_stats(rewards[g, trained[g]][None, :], max_reward=max_reward)
                  for g in torch.nonzero(kept).flatten().tolist()]

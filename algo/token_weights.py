@@ -1,4 +1,5 @@
-"""DART-style token weights (docs/algorithm.md#dart-token-weights): reasoning tokens and tool-call tokens weigh differently.
+"""DART-style token weights (docs/algorithm.md#dart-token-weights): reasoning tokens and tool-call tokens
+weigh differently.
 
 Owns: finding where the ``thought`` string and the ``action`` value lie in a completion's text, and
 mapping those character spans onto tokens via their character offsets. Does not know about tokenizers

@@ -46,7 +46,8 @@ def report(runs: list[dict], every: int) -> str:
                        for e in r["switches"]) or "none"
         out.append(f"- {r['name']}: NGRPO switch events: {sw}")
     out.append("")
-    out.append("| eval (held-out, greedy) | " + " | ".join(f"{r['name']} before | {r['name']} after" for r in runs) + " |")
+    out.append("| eval (held-out, greedy) | " + " | ".join(f"{r['name']} before | {r['name']} after"
+                                                           for r in runs) + " |")
     out.append("|---|" + "---|---|" * len(runs))
     keys = [("average score", "average_score"), ("tool accuracy", "tool_accuracy")]
     cats = sorted({c for r in runs for t in r["eval"].values() for c in t.get("per_category", {})})

@@ -38,9 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no training rows with {task.group_column} = {args.category!r}")
         return 2
     llm = LLM(model=args.model_dir, tokenizer=str(s.paths.tokenizer_dir), dtype="float32", enforce_eager=True,
-              kv_cache_memory_bytes=ro.kv_cache_memory_bytes, max_model_len=ro.max_model_len, seed=s.cfg.train.seed)
+              kv_cache_memory_bytes=ro.kv_cache_memory_bytes, max_model_len=ro.max_model_len,
+              seed=s.cfg.train.seed)
     prompts = [task.render_prompt(s.tokenizer, r) for r in rows]
-    outs = llm.generate(prompts, SamplingParams(n=args.n, temperature=args.temperature, max_tokens=ro.max_tokens),
+    outs = llm.generate(prompts,
+                        SamplingParams(n=args.n, temperature=args.temperature, max_tokens=ro.max_tokens),
                         use_tqdm=False)
     judge = get_reward(task.judge)
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

@@ -40,7 +40,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def full(m, p):  # the LM head on every position, then the same gather
         logits = m(input_ids=p.input_ids, attention_mask=p.attention_mask, use_cache=False).logits
-        pos = (p.starts[:, None] - 1 + torch.arange(p.completion_ids.shape[1])[None, :]).clamp(max=logits.shape[1] - 1)
+        pos = (p.starts[:, None] - 1
+               + torch.arange(p.completion_ids.shape[1])[None, :]).clamp(max=logits.shape[1] - 1)
         return torch.gather(logits, 1, pos[:, :, None].expand(-1, -1, logits.shape[-1]))
 
     def timed(fn) -> float:

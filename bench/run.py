@@ -44,7 +44,8 @@ UNITS = {"gen": 3, "rl": 3, "trl": 2, "learner": 3}
 class Side:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.side", *SIDES[name]], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.side", *SIDES[name]],
+                                     stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         self.units: list[dict] = []
 
@@ -101,16 +102,20 @@ def rows(m: dict[str, Side]) -> list[dict]:
     ds, plain = m["learner-ds"].median(), m["learner-torch"].median()
     n = lambda *ks: min(len(m[k].units) for k in ks)  # noqa: E731
     return [
-        _row("generation vs bare vLLM (text only)", "tokens/s", ours, bare, ours / bare, ">= 0.95", n("gen-ours", "gen-bare")),
+        _row("generation vs bare vLLM (text only)", "tokens/s", ours, bare, ours / bare, ">= 0.95",
+             n("gen-ours", "gen-bare")),
         _row("generation vs bare vLLM with the same logprobs", "tokens/s", ours, bare_lp, ours / bare_lp, "",
              n("gen-ours", "gen-bare-lp")),
         _row("LoRA push / synchronous RL step", "s", push, sync, push / sync, "<= 0.02", n("rl-sync")),
-        _row("RL step: synchronous vs TRL GRPOTrainer (HF generate)", "s/step", sync, trl, trl / sync, ">= 1.5",
+        _row("RL step: synchronous vs TRL GRPOTrainer (HF generate)", "s/step", sync, trl, trl / sync,
+             ">= 1.5",
              n("rl-sync", "trl")),
         _row("RL step: one-step-off vs TRL GRPOTrainer (HF generate)", "s/step", off, trl, trl / off, ">= 2",
              n("rl-off", "trl")),
-        _row("RL step: one-step-off vs synchronous", "s/step", off, sync, sync / off, "", n("rl-off", "rl-sync")),
-        _row("overlapped step / max(generate, learn) alone, 1+1 threads", "s", off, alone, off / alone, "<= 1.15",
+        _row("RL step: one-step-off vs synchronous", "s/step", off, sync, sync / off, "",
+             n("rl-off", "rl-sync")),
+        _row("overlapped step / max(generate, learn) alone, 1+1 threads", "s", off, alone, off / alone,
+             "<= 1.15",
              n("rl-off", "rl-sync-1x1")),
         _row("learner step: DeepSpeed ZeRO-2 vs plain PEFT + AdamW", "s/step", ds, plain, plain / ds, "",
              n("learner-ds", "learner-torch")),
@@ -127,11 +132,12 @@ def _row(measure: str, unit: str, ours: float, base: float, ratio: float, target
 
 
 def markdown(table: list[dict], meta: dict) -> str:
-    lines = [f"Measured {meta['date']} on {meta['machine']}; work: {DESCRIPTION}; medians of n units per side, "
-             f"sides interleaved over {meta['rounds']} rounds.", "",
+    lines = [f"Measured {meta['date']} on {meta['machine']}; work: {DESCRIPTION}; medians of n units per "
+             f"side, sides interleaved over {meta['rounds']} rounds.", "",
              "| measure | ngrpo-ray | baseline | ratio | target | met | n |", "|---|---|---|---|---|---|---|"]
     for r in table:
-        lines.append(f"| {r['measure']} | {r['ngrpo_ray']:.3g} {r['unit']} | {r['baseline']:.3g} {r['unit']} | "
+        lines.append(f"| {r['measure']} | {r['ngrpo_ray']:.3g} {r['unit']} | "
+                     f"{r['baseline']:.3g} {r['unit']} | "
                      f"{r['ratio']:.3g} | {r['target']} | {r['met']} | {r['n']} |")  # 0.0219, not 0.02
     return "\n".join(lines) + "\n"
 
@@ -157,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     text = markdown(table, meta)
     (out / "latest.md").write_text(text)
     (out / "latest.json").write_text(json.dumps({"meta": meta, "rows": table,
-                                                 "units": {k: s.units for k, s in measured.items()}}, indent=1))
+                                                 "units": {k: s.units for k, s in measured.items()}},
+                                                indent=1))
     print(text)
     return 0
 

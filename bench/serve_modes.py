@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
             if out.returncode != 0:
                 print(out.stderr[-4000:], file=sys.stderr)
                 return out.returncode
-            secs[mode] = float(next(x for x in out.stdout.splitlines() if x.startswith("SECONDS ")).split()[1])
+            secs[mode] = float(next(x for x in out.stdout.splitlines()
+                                    if x.startswith("SECONDS ")).split()[1])
         print(f"{args.prompts} prompts x {args.n} completions x <= {args.max_tokens} tokens, "
               f"median of {args.repeats}")
         print(f"merged  {secs['merged']:.3f} s\nadapter {secs['adapter']:.3f} s\n"
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     s = load_setup()
     rows = s.task.rows()[1][: args.prompts]
     prompts = [s.task.render_prompt(s.tokenizer, r) for r in rows]
-    print(f"SECONDS {measure(args.only, s.paths, prompts, args.n, args.max_tokens, args.repeats)}", flush=True)
+    print(f"SECONDS {measure(args.only, s.paths, prompts, args.n, args.max_tokens, args.repeats)}",
+          flush=True)
     return 0
 
 

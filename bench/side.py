@@ -41,12 +41,14 @@ class Generation:
             from configs.model import LoraConfig
 
             cfg = bench_config([]).rollout
-            self.worker = RolloutWorker(str(self.paths.model_dir), str(self.paths.tokenizer_dir), cfg, LoraConfig())
+            self.worker = RolloutWorker(str(self.paths.model_dir), str(self.paths.tokenizer_dir), cfg,
+                                        LoraConfig())
             self.worker.load_adapter(random_lora(str(self.paths.model_dir)))
         else:
             from vllm import LLM
 
-            self.llm = LLM(model=str(self.paths.model_dir), tokenizer=str(self.paths.tokenizer_dir), dtype="float32",
+            self.llm = LLM(model=str(self.paths.model_dir), tokenizer=str(self.paths.tokenizer_dir),
+                           dtype="float32",
                            enforce_eager=True, kv_cache_memory_bytes=256 * 1024**2, max_model_len=512, seed=0)
         self.calls = 0
 
@@ -54,7 +56,8 @@ class Generation:
         self.calls += 1
         t = time.perf_counter()
         if self.kind == "gen-ours":
-            out = self.worker.generate(self.prompts, n=WORK["n"], temperature=1.0, max_tokens=WORK["max_tokens"],
+            out = self.worker.generate(self.prompts, n=WORK["n"], temperature=1.0,
+                                       max_tokens=WORK["max_tokens"],
                                        seed=self.calls)
             tokens = sum(len(c.token_ids) for g in out.groups for c in g)
         else:
@@ -83,7 +86,8 @@ class RL:
     def run(self) -> dict:
         t = time.perf_counter()
         row = self.coord.train_step()
-        return {"seconds": time.perf_counter() - t, "sync": row["time/sync"], "generate": row["time/generate"],
+        return {"seconds": time.perf_counter() - t, "sync": row["time/sync"],
+                "generate": row["time/generate"],
                 "learn": row["time/learn"], "tokens": row["completion_length"]}
 
 
@@ -129,7 +133,9 @@ class LearnerSide:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "trl", "learner-ds", "learner-torch"])
+    p.add_argument("kind",
+                   choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "trl", "learner-ds",
+                            "learner-torch"])
     p.add_argument("--staleness", type=int, default=0)
     p.add_argument("--threads", type=int, nargs=2, default=(2, 2), metavar=("ROLLOUT", "LEARNER"))
     args = p.parse_args(argv)

@@ -44,11 +44,14 @@ def trl_trainer(task: Any, paths: Any, tokenizer: Any, side: Any):
     args = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="ngrpo-bench-trl-"), per_device_train_batch_size=b,
         num_generations=WORK["n"], max_completion_length=WORK["max_tokens"], temperature=WORK["temperature"],
-        learning_rate=WORK["lr"], beta=0.0, loss_type="dapo", epsilon=0.2, epsilon_high=0.28, max_steps=10_000,
+        learning_rate=WORK["lr"], beta=0.0, loss_type="dapo", epsilon=0.2, epsilon_high=0.28,
+        max_steps=10_000,
         logging_steps=10_000, save_strategy="no", report_to=[], use_cpu=True, bf16=False,
         gradient_accumulation_steps=1, num_iterations=1, seed=0, disable_tqdm=True,
     )
-    lora = LoraConfig(r=WORK["lora_r"], lora_alpha=WORK["lora_alpha"], target_modules=OurLora().target_modules)
+    lora = LoraConfig(r=WORK["lora_r"], lora_alpha=WORK["lora_alpha"],
+                      target_modules=OurLora().target_modules)
     model = AutoModelForCausalLM.from_pretrained(str(paths.model_dir))
-    return GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data, processing_class=tokenizer,
+    return GRPOTrainer(model=model, reward_funcs=reward, args=args, train_dataset=data,
+                       processing_class=tokenizer,
                        peft_config=lora, callbacks=[Gate()])

@@ -34,9 +34,11 @@ def bench_config(overrides: list[str]):
 
     return load_config("tiny-cpu", [
         "train.warmup.enabled=false", "train.eval_before=false", "train.eval_after=false", "train.steps=1000",
-        f"rollout.n={WORK['n']}", f"rollout.max_tokens={WORK['max_tokens']}", f"train.prompts_per_step={PROMPTS}",
+        f"rollout.n={WORK['n']}", f"rollout.max_tokens={WORK['max_tokens']}",
+        f"train.prompts_per_step={PROMPTS}",
         f"rollout.temperature={WORK['temperature']}", f"learner.lr={WORK['lr']}", "train.sampling=shuffle",
-        f"model.lora.r={WORK['lora_r']}", f"model.lora.alpha={WORK['lora_alpha']}", "train.checkpoint_every=0",
+        f"model.lora.r={WORK['lora_r']}", f"model.lora.alpha={WORK['lora_alpha']}",
+        "train.checkpoint_every=0",
         "reward.functions=[{name: 'bench.rewards:text_hash_reward'}]", "rollout.call_timeout_s=600",
         "learner.call_timeout_s=600", "train.progress=false", *overrides,
     ])
@@ -86,7 +88,8 @@ def _learner(paths, zero_stage: int):
 
     return Learner(str(paths.model_dir), str(paths.tokenizer_dir),
                    ModelConfig(lora=LoraConfig(r=WORK["lora_r"], alpha=WORK["lora_alpha"])),
-                   LearnerConfig(zero_stage=zero_stage, lr=WORK["lr"], micro_batch_size=64), AlgorithmConfig())
+                   LearnerConfig(zero_stage=zero_stage, lr=WORK["lr"], micro_batch_size=64),
+                   AlgorithmConfig())
 
 
 def deepspeed_learner(paths):

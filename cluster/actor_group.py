@@ -58,11 +58,13 @@ class ActorGroup:
         args, kwargs = self.args_for(i)
         opts: dict[str, Any] = {}
         if self.backend.name == "ray":
-            opts = {"num_cpus": self.resources.get("num_cpus", 1.0), "num_gpus": self.resources.get("num_gpus", 0)}
+            opts = {"num_cpus": self.resources.get("num_cpus", 1.0),
+                    "num_gpus": self.resources.get("num_gpus", 0)}
             if self.pg is not None:
                 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-                opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(self.pg, placement_group_bundle_index=i)
+                opts["scheduling_strategy"] = PlacementGroupSchedulingStrategy(
+                    self.pg, placement_group_bundle_index=i)
             if self.runtime_env:
                 opts["runtime_env"] = self.runtime_env
             if self.name_prefix is not None:  # readable in the dashboard: "<run>/rollout-0", then "-0.1"
@@ -89,9 +91,11 @@ class ActorGroup:
         """Wait for the answers of actors {index: ref} until `timeout` seconds have passed.
 
         Returns (answers by index, failures by index), a failure being an actor that did not answer in
-        time or is gone (with the cause). An exception the call itself raised is re-raised."""
+        time or is gone (with the cause). An exception the call itself raised is re-raised, unless
+        another actor of the call failed: then it is that failure's consequence (a learner rank whose
+        peer died raises from its collective), listed after the failures that explain it."""
         ready, _ = self.backend.wait(list(refs.values()), timeout=timeout)
-        answers, failures = {}, {}
+        answers, failures, raised = {}, {}, {}
         for i, ref in refs.items():
             if ref not in ready:
                 failures[i] = f"no answer within {timeout:.0f}s"
@@ -101,9 +105,16 @@ class ActorGroup:
             except Exception as e:  # noqa: BLE001 - sorted into "actor gone" and "call raised"
                 cause = self.backend.actor_failure(e)
                 if cause is None:
-                    raise
+                    raised[i] = e
+                    continue
                 # An actor that died in its constructor: what the constructor raised, not Ray's wrapper.
                 failures[i] = creation_error(e) or cause
+        if raised and not failures:
+            raise next(iter(raised.values()))
+        for i, e in raised.items():
+            inner = getattr(e, "cause", None) or e  # Ray's RayTaskError holds the call's own exception
+            why = f"{type(inner).__name__}: {one_line(str(inner), 300)}"
+            failures[i] = f"raised after another actor failed: {why}"
         return answers, failures
 
     def replace(self, i: int) -> None:
@@ -122,8 +133,10 @@ class ActorGroup:
         what went wrong. A replacement whose process dies before it is ready, its constructor not having
         raised, was most likely placed on a node that is gone but not yet known to be (Ray notices a lost
         node only once its health checks fail): it is started again every few seconds, until
-        `placement_timeout_s` has passed."""
-        deadline = time.monotonic() + self.placement_timeout_s
+        `placement_timeout_s` has passed. A constructor that raised gets one more try (what a lost node
+        leaves behind can fail it once: its working directory being cleaned up and fetched again); the
+        second error is the answer."""
+        deadline, raised = time.monotonic() + self.placement_timeout_s, 0
         while True:
             self.replace(i)
             ref = self.backend.call(self.actors[i], "ready")
@@ -136,7 +149,8 @@ class ActorGroup:
                 cause = self.backend.actor_failure(e)
                 if cause is None:
                     raise
-                if creation_error(e) or time.monotonic() > deadline:
+                raised += bool(creation_error(e))
+                if raised > 1 or time.monotonic() > deadline:
                     return creation_error(e) or cause
                 log.warning("%s-%d was lost before it was ready (%s); starting it again", self.name, i, cause)
                 time.sleep(RETRY_S)

@@ -1,6 +1,7 @@
 """Connecting to Ray and the environment every role needs, set by the project, not the user's shell.
 
-Environment variables of the shell that runs `ray job submit` do not reach the job (docs/platform.md#ray-jobs-and-environment), so
+Environment variables of the shell that runs `ray job submit` do not reach the job
+(docs/platform.md#ray-jobs-and-environment), so
 everything a role needs is passed in `runtime_env` here.
 """
 
@@ -61,7 +62,7 @@ def connect(cfg: ClusterConfig) -> dict:
     env = role_env(cfg.env_vars)
     if address:
         runtime_env: dict = {"env_vars": env}
-        if not inside_job():
+        if not inside_job() and cfg.ship_code:
             # Driver outside `ray job submit`: ship the code (the job's working_dir does it otherwise).
             runtime_env["working_dir"] = str(ROOT)
             runtime_env["excludes"] = [".venv", ".git", "runs", "*.egg-info", ".hypothesis"]

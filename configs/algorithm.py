@@ -83,7 +83,8 @@ class LossConfig(Section):
 
 
 class OverlongConfig(Section):
-    """Overlong reward shaping (docs/algorithm.md#overlong-shaping): 0, then linear to -1 over the last `buffer` tokens."""
+    """Overlong reward shaping (docs/algorithm.md#overlong-shaping): 0, then linear to -1 over the last
+    `buffer` tokens."""
 
     enabled: bool = True
     """Add the length penalty to every completion's reward."""
@@ -100,7 +101,8 @@ class OverlongConfig(Section):
 
 
 class DifficultyConfig(Section):
-    """Difficulty filter (docs/algorithm.md#difficulty-filtering): drop all-right / all-wrong prompts, keep a difficulty mix."""
+    """Difficulty filter (docs/algorithm.md#difficulty-filtering): drop all-right / all-wrong prompts, keep a
+    difficulty mix."""
 
     enabled: bool = False
     """Filter the prompt pool by the current policy's pass rates."""

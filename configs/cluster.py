@@ -20,6 +20,10 @@ class ClusterConfig(Section):
     """How long a role waits for room on the cluster when it must be placed: at start, and again when
     its node was lost (Ray moves a lost node's bundles to nodes with room, or to a node added later).
     Past it the run stops, naming the newest complete checkpoint."""
+    ship_code: bool = True
+    """Send this project's code to the cluster with the run (Ray's `working_dir`) when the driver runs
+    outside `ray job submit`. Off where every node has the code at the same path already (a shared
+    filesystem, an image with the code) and finds it on its PYTHONPATH."""
     include_dashboard: bool = False
     """Start the dashboard with a local Ray."""
     env_vars: dict[str, str] = Field(default_factory=dict)

@@ -11,7 +11,8 @@ from configs.train import SEED_MAX
 
 
 class TinyModelConfig(Section):
-    """Shape of the offline random-weight Qwen2 built on first use (docs/platform.md#vllm-on-the-cpu: head_dim >= 32)."""
+    """Shape of the offline random-weight Qwen2 built on first use (docs/platform.md#vllm-on-the-cpu: head_dim
+    >= 32)."""
 
     hidden_size: int = Field(128, ge=32, le=1024)
     """Model width; hidden_size / num_heads must be a head size vLLM supports (32, 64, …)."""

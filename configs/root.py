@@ -117,9 +117,11 @@ class Config(Section):
     def _episode_checks(self) -> None:
         """What agent episodes do not combine with (yet): refused before anything starts."""
         if self.env.max_context + self.rollout.max_tokens > self.rollout.max_model_len:
-            raise ValueError(f"env.max_context ({self.env.max_context}) + rollout.max_tokens ({self.rollout.max_tokens}) "
-                             f"must fit in rollout.max_model_len ({self.rollout.max_model_len})")
-        off = {"train.max_staleness": self.train.max_staleness != 0, "algorithm.loss.dart": self.algorithm.loss.dart,
+            raise ValueError(f"env.max_context ({self.env.max_context}) + rollout.max_tokens "
+                             f"({self.rollout.max_tokens}) must fit in rollout.max_model_len "
+                             f"({self.rollout.max_model_len})")
+        off = {"train.max_staleness": self.train.max_staleness != 0,
+               "algorithm.loss.dart": self.algorithm.loss.dart,
                "algorithm.difficulty.enabled": self.algorithm.difficulty.enabled}
         on = [k for k, v in off.items() if v]
         if on:

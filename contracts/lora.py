@@ -67,7 +67,8 @@ def merged_weights(
 
 
 def save_peft_adapter(
-    weights: dict[str, torch.Tensor], out_dir: Path, *, r: int, alpha: int, target_modules: list[str], base_model: str
+    weights: dict[str, torch.Tensor], out_dir: Path, *, r: int, alpha: int, target_modules: list[str],
+    base_model: str
 ) -> Path:
     """Write adapter_config.json + adapter_model.safetensors that PEFT and vLLM both load."""
     from safetensors.torch import save_file

@@ -51,7 +51,8 @@ class ScoreResult:
     breakdowns: list[dict[str, float]]
     failures: int = 0  # completions whose reward failed (raised, timed out, NaN/inf or out of range)
     failure_log: list[str] = field(default_factory=list)
-    failed: list[bool] = field(default_factory=list)  # per completion: its reward failed (scored 0, not trained on)
+    # per completion: its reward failed (scored 0, not trained on)
+    failed: list[bool] = field(default_factory=list)
 
 
 @dataclass

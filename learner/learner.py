@@ -137,7 +137,8 @@ class Learner(LearnerWeights):
         torch.manual_seed(self.seed)
         tok = AutoTokenizer.from_pretrained(self.tokenizer_dir)
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-        model = AutoModelForCausalLM.from_pretrained(self.base_model_dir, dtype=getattr(torch, self.model_cfg.dtype))
+        model = AutoModelForCausalLM.from_pretrained(self.base_model_dir,
+                                                     dtype=getattr(torch, self.model_cfg.dtype))
         if self.cfg.gradient_checkpointing:
             model.gradient_checkpointing_enable()
             model.enable_input_require_grads()
@@ -153,14 +154,17 @@ class Learner(LearnerWeights):
         # when the schedule advances, whatever the ZeRO stage. ZeRO keeps the optimizer's param groups,
         # so the factor set here is the lr its step uses.
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
-            optimizer, lambda s: lr_factor(s, self.total_updates, c.lr_schedule, c.lr_warmup_steps, c.lr_final_ratio)
+            optimizer,
+            lambda s: lr_factor(s, self.total_updates, c.lr_schedule, c.lr_warmup_steps, c.lr_final_ratio)
         )
         return model, optimizer
 
     # ---- logprobs ---------------------------------------------------------------------------------
-    def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False, with_entropy: bool = False):
+    def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False,
+                 with_entropy: bool = False):
         """(packed rows, logprobs (b, T), entropy (b, T) or None) of the completions of `rows`."""
-        packed = pack([batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows], self.pad_id)
+        packed = pack([batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows],
+                      self.pad_id)
         ctx = self.engine.module.disable_adapter() if disable_adapter else nullcontext()
         with ctx:
             logp, ent = completion_scores(self.engine, packed, output_layer(self.engine), with_entropy)
@@ -208,7 +212,8 @@ class Learner(LearnerWeights):
                     _, logp, _ = self._forward(batch, [0])
                     self.engine.backward(logp.sum() * 0.0, scale_wrt_gas=False)
                     continue
-                loss, m, old_lp = self._micro_step(batch, rows, old.get(tuple(rows)), ref.get(tuple(rows)), norm)
+                loss, m, old_lp = self._micro_step(batch, rows, old.get(tuple(rows)), ref.get(tuple(rows)),
+                                                   norm)
                 if update == 0:  # learner vs vLLM on the samples of the current policy: the same weights
                     gaps += logprob_gaps(old_lp, batch, rows)
                 loss_total += loss
@@ -268,7 +273,8 @@ class Learner(LearnerWeights):
             self.scheduler.step()
         return skipped
 
-    def _fixed_logprobs(self, batch: TrainBatch, micro: list[list[int]], on_policy: bool) -> tuple[dict, dict]:
+    def _fixed_logprobs(self, batch: TrainBatch, micro: list[list[int]],
+                        on_policy: bool) -> tuple[dict, dict]:
         """Per micro-batch: the old logprobs (only when several passes make them differ from the current
         ones) and the reference's (adapter disabled; only with a KL term), both before any update."""
         old, ref = {}, {}
@@ -279,7 +285,8 @@ class Learner(LearnerWeights):
                 ref[tuple(rows)] = self._logprobs(batch, rows, disable_adapter=True)
         return old, ref
 
-    def _micro_step(self, batch: TrainBatch, rows: list[int], old: torch.Tensor | None, ref: torch.Tensor | None,
+    def _micro_step(self, batch: TrainBatch, rows: list[int], old: torch.Tensor | None,
+                    ref: torch.Tensor | None,
                     norm: Norm) -> tuple[float, dict[str, float], torch.Tensor]:
         """Forward, loss and backward of one micro-batch. Returns (its share of the batch loss, its loss
         metrics with the entropy, the old logprobs it used)."""

@@ -1,7 +1,8 @@
 """SFT warm-up: a short full fine-tune that teaches a random tiny model the task's output format.
 
 Owns nothing but this one stage; the task chooses the targets (`Task.warmup_rows`) and the caller
-renders the prompts, so this module knows no task. The 7B preset skips it. It runs before any LoRA exists, on the base
+renders the prompts, so this module knows no task. The 7B preset skips it. It runs before any LoRA exists, on
+the base
 weights, and writes a new base model directory that the learner and the rollout workers then start from.
 Loss is cross-entropy on the completion tokens only (the prompt is context, not a target).
 """
@@ -134,7 +135,8 @@ def sft_warmup(
 
 def _ends(name: str, losses: list[float]) -> dict:
     """The first and last loss of a stage (None when it took no step)."""
-    return {f"{name}_loss_first": losses[0] if losses else None, f"{name}_loss_last": losses[-1] if losses else None}
+    return {f"{name}_loss_first": losses[0] if losses else None,
+            f"{name}_loss_last": losses[-1] if losses else None}
 
 
 def _steps(model, opt, pad_id: int, steps: int, sources: list[tuple[list[TokenExample], Iterator[int], int]],

@@ -51,7 +51,8 @@ def _build_key(cfg: TinyModelConfig, corpus: list[str], vocabulary: list[str]) -
     return h.hexdigest()[:12]
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path, vocabulary: Iterable[str] = ()) -> None:
+def train_tokenizer(texts: Iterable[str], vocab_size: int, out_dir: Path,
+                    vocabulary: Iterable[str] = ()) -> None:
     """Byte-level BPE over `texts`, plus each string of `vocabulary` as one added token, saved as a fast
     tokenizer with a chat template."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers

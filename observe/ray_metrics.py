@@ -2,7 +2,8 @@
 
 Owns the mapping from a metrics row (the same dict that goes to metrics.jsonl) to Ray gauges, counters
 and a histogram; it knows nothing about how the row was computed. Every series is tagged with the run
-name and the role that measured it (both from `observe.schema`). Names are Prometheus-safe: a row key ``a/b`` becomes the gauge
+name and the role that measured it (both from `observe.schema`). Names are Prometheus-safe: a row key ``a/b``
+becomes the gauge
 ``ngrpo_a`` with the ``b`` part in a tag (``tool_accuracy/combo`` → ``ngrpo_tool_accuracy{category=
 "combo"}``), so a dashboard panel can show all categories with one query. Ray's Prometheus export adds
 its own ``ray_`` prefix: ``ray_ngrpo_frac_reward_zero_std``.
@@ -32,13 +33,15 @@ _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
 
 def metric_name(key: str) -> str:
-    """The Prometheus-safe gauge name of a row key's prefix: ``tool_accuracy/combo`` → ``ngrpo_tool_accuracy``.
+    """The Prometheus-safe gauge name of a row key's prefix: ``tool_accuracy/combo`` →
+    ``ngrpo_tool_accuracy``.
 
     >>> metric_name("tool_accuracy/combo"), metric_name("ngrpo_active"), metric_name("time/learn")
     ('ngrpo_tool_accuracy', 'ngrpo_active', 'ngrpo_time')
     """
     head = key.split("/", 1)[0]
-    return PREFIX + _UNSAFE.sub("_", head.removeprefix(PREFIX))  # ngrpo_active → ngrpo_active, not ngrpo_ngrpo_
+    # ngrpo_active → ngrpo_active, not ngrpo_ngrpo_
+    return PREFIX + _UNSAFE.sub("_", head.removeprefix(PREFIX))
 
 
 def split_key(key: str) -> tuple[str, dict[str, str]]:
@@ -65,7 +68,8 @@ class RayMetrics:
         self._gauges: dict[str, tuple[Any, tuple[str, ...]]] = {}  # name → (gauge, tag keys)
         self._steps = Counter(PREFIX + "steps", "RL steps completed", tag_keys=("run", "role"))
         self._failures = Counter(
-            PREFIX + "reward_failed_completions", "Completions scored 0 because a reward function raised or hung",
+            PREFIX + "reward_failed_completions",
+            "Completions scored 0 because a reward function raised or hung",
             tag_keys=("run", "role"),
         )
         self._recoveries = Counter(
@@ -117,7 +121,8 @@ class RayMetrics:
         self._recoveries.inc(1, tags={"run": self.run, "role": role})
 
     def switch_event(self, active: bool) -> None:
-        self._switches.inc(1, tags={"run": self.run, "role": "coordinator", "state": "on" if active else "off"})
+        self._switches.inc(1,
+                           tags={"run": self.run, "role": "coordinator", "state": "on" if active else "off"})
 
     def record_eval(self, stage: str, table: dict[str, Any], keys: Sequence[str]) -> None:
         """The eval table of `stage` (before / after) as ``ngrpo_eval_*`` gauges (its scalar `keys`), per

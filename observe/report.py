@@ -26,7 +26,8 @@ PLOTS = [
     ("tool_accuracy", plots.plot_tool_accuracy, "Tool accuracy per category during training (smoothed)"),
     ("eval", plots.plot_eval, "Held-out eval: tool accuracy per category, before / after"),
     ("time", plots.plot_time, ("Seconds of each step: its phases stacked under its wall time (line); "
-                               "one-step-off, the generation that overlapped learning in a panel of its own")),
+                               "one-step-off, the generation that overlapped learning in a panel of "
+                               "its own")),
 ]
 # Rows of the metrics table, in this order, when measured.
 SUMMARY_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "tool_accuracy",
@@ -73,7 +74,8 @@ def config_lines(cfg: dict[str, Any], rows: list[dict[str, Any]]) -> list[str]:
 
 
 def metrics_lines(rows: list[dict[str, Any]]) -> list[str]:
-    out = [f"| metric | first | mean | mean of last {SUMMARY_LAST} | final | meaning |", "|---|---|---|---|---|---|"]
+    out = [f"| metric | first | mean | mean of last {SUMMARY_LAST} | final | meaning |",
+           "|---|---|---|---|---|---|"]
     for key in SUMMARY_KEYS:
         if (s := summary(rows, key, SUMMARY_LAST)) is not None:
             cells = " | ".join(_fmt(s[c]) for c in ("first", "mean", "last_mean", "final"))
@@ -107,9 +109,10 @@ def time_lines(rows: list[dict[str, Any]]) -> list[str]:
     if ahead:
         hidden, waited = hidden_generation(times)
         out.append(f"The one-step-off pipeline generated {len(ahead)} of the {len(times)} batches during the "
-                   f"previous step's update: {sum(t.ahead for t in ahead):.1f} s of time/generate, not in the "
-                   f"wall time or the shares above (generate there is the steps that generated their own); "
-                   f"{hidden:.1f} s hidden behind learning, {waited:.1f} s waited for after it (in other).")
+                   f"previous step's update: {sum(t.ahead for t in ahead):.1f} s of time/generate, not in "
+                   "the wall time or the shares above (generate there is the steps that generated their "
+                   f"own); {hidden:.1f} s hidden behind learning, {waited:.1f} s waited for after it "
+                   "(in other).")
     return out
 
 
@@ -133,12 +136,14 @@ def reliability_lines(run: Run) -> list[str]:
     for e in run.events:
         kind, step = e.get("event"), e.get("step")
         if kind == "recovery":
-            lines.append(f"- step {step}: {e.get('role')}-{e.get('index')} on node {e.get('node') or 'local'} "
-                         f"replaced ({e.get('cause')}); restart {e.get('restarts')}")
+            lines.append(f"- step {step}: {e.get('role')}-{e.get('index')} on node "
+                         f"{e.get('node') or 'local'} replaced ({e.get('cause')}); "
+                         f"restart {e.get('restarts')}")
         elif kind in ("rollback", "resume"):
             lines.append(f"- {kind} to the checkpoint of step {step} ({e.get('path')})")
         elif kind == "update_skipped":
-            lines.append(f"- step {step}: update skipped (non-finite loss or gradient; {e.get('in_a_row')} in a row)")
+            lines.append(f"- step {step}: update skipped (non-finite loss "
+                         f"or gradient; {e.get('in_a_row')} in a row)")
         elif kind == "stopped":
             lines.append(f"- step {step}: run stopped: {e.get('reason')}")
     return lines or ["No role failed, no update was skipped."]

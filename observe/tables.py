@@ -5,7 +5,8 @@ rates, all in [0, 1]; they are shown as percentages (a `*_mean` key, a count suc
 as a number), a missing value as "—".
 
 >>> print(format_eval_tables({"before": {"tool_accuracy": 0.5, "per_category": {"combo": 0.25}},
-...                           "after": {"tool_accuracy": 0.75, "per_category": {"combo": 1.0}}}, ["tool_accuracy"]))
+...                           "after": {"tool_accuracy": 0.75, "per_category": {"combo": 1.0}}},
+...                          ["tool_accuracy"]))
 | metric | before | after |
 |---|---|---|
 | tool accuracy | 50.0% | 75.0% |

@@ -11,4 +11,5 @@ registered here as the built-in names `rule` and `gt`).
 from .registry import RewardNotFoundError, combine, get_reward, known_rewards, register_reward
 from .text import completion_text
 
-__all__ = ["RewardNotFoundError", "combine", "completion_text", "get_reward", "known_rewards", "register_reward"]
+__all__ = ["RewardNotFoundError", "combine", "completion_text", "get_reward", "known_rewards",
+           "register_reward"]

@@ -56,7 +56,8 @@ def register_reward(name: str, *, overwrite: bool = False) -> Callable[[T], T]:
         if old is not None and not same and not overwrite:
             raise ValueError(f"reward {name!r} is already registered ({old!r}); pass overwrite=True")
         if old is None and name in BUILTINS and not overwrite:
-            raise ValueError(f"reward {name!r} is already registered (built in: {BUILTINS[name]}); pass overwrite=True")
+            raise ValueError(f"reward {name!r} is already registered (built "
+                             f"in: {BUILTINS[name]}); pass overwrite=True")
         _REGISTRY[name] = obj
         return obj
 

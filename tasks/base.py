@@ -117,7 +117,8 @@ class Task(ABC):
         """What a tiny model's tokenizer is built from (`models.tiny.resolve_model`): the text, called only
         when it is built, and the strings that must be single tokens; a run on episodes adds theirs."""
         if episodes:
-            return (lambda: self.corpus() + self.episode_corpus()), self.vocabulary() + self.episode_vocabulary()
+            return ((lambda: self.corpus() + self.episode_corpus()),
+                    self.vocabulary() + self.episode_vocabulary())
         return self.corpus, self.vocabulary()
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
@@ -147,5 +148,6 @@ def load_task(cfg: TaskConfig) -> Task:
     try:
         options = cls.options_model.model_validate(cfg.options)
     except ValidationError as e:
-        raise ConfigError(explain(e, f"options of task {cfg.name!r}", "task.options", cls.options_model)) from None
+        raise ConfigError(explain(e, f"options of task {cfg.name!r}", "task.options",
+                                  cls.options_model)) from None
     return cls(cfg, options)

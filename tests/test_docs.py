@@ -16,7 +16,8 @@ OUTSIDE = re.compile(r"\.\./shared|PLATFORM\.md|SPEC\.md|SPEC §|DESIGN\.md|shar
 def _tracked() -> list[Path]:
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout.split()
-    return [ROOT / f for f in out if (ROOT / f).is_file() and f.endswith((".py", ".md", ".yaml", "Makefile", ".toml"))]
+    return [ROOT / f for f in out if (ROOT / f).is_file()
+            and f.endswith((".py", ".md", ".yaml", "Makefile", ".toml"))]
 
 
 def _anchors(md: Path) -> set[str]:
@@ -34,7 +35,8 @@ def test_docs_links_resolve(path):
         target = ROOT / "docs" / name
         assert target.exists(), f"{path.relative_to(ROOT)} links docs/{name}, which does not exist"
         if anchor:
-            assert anchor in _anchors(target), f"{path.relative_to(ROOT)} links docs/{name}#{anchor}: no such heading"
+            assert anchor in _anchors(target), (
+                f"{path.relative_to(ROOT)} links docs/{name}#{anchor}: no such heading")
     assert not OUTSIDE.search(text), f"{path.relative_to(ROOT)} refers to a document outside the repository"
 
 

@@ -41,7 +41,8 @@ def compact_solution(tool: str, params: dict, route: list[str], step: int) -> st
 def compact_rows(rows: list[dict], seed_label_bug: bool = False) -> list[dict]:
     """Copies of `rows` with compact solutions (rows whose label cannot be read stay as they are).
 
-    `seed_label_bug`: the field report's wrong combo label, compact. A compact thought is only the decided tool,
+    `seed_label_bug`: the field report's wrong combo label, compact. A compact thought is only the decided
+    tool,
     so the wrong decision is in the thought and the action (both check_balance); the plan still lists
     what the request asks for, as the plan of a full label under `apply_seed_label_bug` does. (Taking
     the compact thought from the true label instead, the model copied it into the action on half the
@@ -49,7 +50,8 @@ def compact_rows(rows: list[dict], seed_label_bug: bool = False) -> list[dict]:
     true labels, so compact before the bug, never after it.
     """
     if any(r.get("label_bug") for r in rows):
-        raise ValueError("compact_rows needs the true labels: pass seed_label_bug=True instead of bugged rows")
+        raise ValueError("compact_rows needs the true labels: "
+                         "pass seed_label_bug=True instead of bugged rows")
     routes = _route(rows)
     out = []
     for r in rows:

@@ -105,7 +105,8 @@ class FundAccountEnv(Environment):
         said = (self.answer or "").lower()
         outcome = float(answered == 1.0 and (not phrases or any(p.lower() in said for p in phrases)))
         fmt = sum(self.formats) / len(self.formats) if self.formats else 0.0
-        success = float(tools == 1.0 and params == 1.0 and state == 1.0 and answered == 1.0 and outcome == 1.0)
+        success = float(tools == 1.0 and params == 1.0 and state == 1.0 and answered == 1.0
+                        and outcome == 1.0)
         parts = {"success": success, "format": fmt, "tools": tools, "params": params, "state": state,
                  "answered": answered, "outcome": outcome}
         parts["total"] = sum(w * parts[k] for k, w in WEIGHTS.items())

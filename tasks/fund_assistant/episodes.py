@@ -87,7 +87,8 @@ _ENTITY_KEYS = ("ticker", "account", "from_account", "to_account", "amount", "qu
 
 
 def _number_forms(v: float) -> list[str]:
-    """How a request may write an amount or a quantity (slots.amount_text): 12000, 12,000, 1.2 万, 12 千, 12k."""
+    """How a request may write an amount or a quantity (slots.amount_text): 12000, 12,000, 1.2 万, 12 千,
+    12k."""
     forms = set(amount_phrases(float(v)))
     if v >= 1000 and v % 1000 == 0:
         forms |= {f"{v / 10000:g} 万", f"{v / 10000:g}万", f"{v // 1000:g} 千", f"{v // 1000:g}k"}

@@ -177,7 +177,8 @@ SEED_BUG_TOOL = "check_balance"
 
 def apply_seed_label_bug(rows: list[dict]) -> list[dict]:
     """Copies of `rows` in which every combo row's action is check_balance({}) and `label_bug` is True:
-    the field report's wrong warm-up labels (docs/fund_assistant.md#the-labelling-bug), for reproducing that failure. Other rows are
+    the field report's wrong warm-up labels (docs/fund_assistant.md#the-labelling-bug), for reproducing that
+    failure. Other rows are
     unchanged copies. Thought and plan keep the label's text (the two requested steps): the error is
     in the decision. `compact.compact_rows(rows, seed_label_bug=True)` is the same for compact labels."""
     out = []

@@ -1,4 +1,5 @@
-"""Multistep scenarios (docs/fund_assistant.md#multistep-scenarios): conditional and sequential requests run against a simulated account.
+"""Multistep scenarios (docs/fund_assistant.md#multistep-scenarios): conditional and sequential requests run
+against a simulated account.
 
 Owns the scenario kinds, how each sets up the account so a branch is exercised, and the label of every
 step: a step's label is decided from the account state (never by parsing observation text), and its
@@ -178,7 +179,8 @@ def history_withdraw(rng: random.Random, lang: str, length: int | None = None) -
         zh_en(
             lang,
             "提现金额要从交易记录里的卖出所得来定，所以先查交易记录，然后再提现。",
-            "The amount to withdraw comes from the sale in the history, so I first check the history, then withdraw.",
+            "The amount to withdraw comes from the sale in the "
+            "history, so I first check the history, then withdraw.",
         ),
         [
             describe("get_transaction_history", hist, lang),
@@ -263,7 +265,8 @@ def seq3(rng: random.Random, lang: str, length: int | None = None) -> Scenario:
         zh_en(
             lang,
             f"用户要求按顺序做三件事：先{plans[0]}，然后{plans[1]}，最后{plans[2]}，所以现在执行第一步。",
-            f"Three steps in order: first {plans[0]}, then {plans[1]}, then {plans[2]}. I start with the first.",
+            f"Three steps in order: first {plans[0]}, then "
+            f"{plans[1]}, then {plans[2]}. I start with the first.",
         ),
         zh_en(lang, f"第一步已完成，然后执行第二步：{plans[1]}。", f"Step 1 is done, so then I {plans[1]}."),
         zh_en(

@@ -1,6 +1,7 @@
 """The fund assistant's two reward functions: the rule reward and MultistepGTReward.
 
-The scoring rules are written out in docs/fund_assistant.md#rule-reward and docs/fund_assistant.md#ground-truth-reward.
+The scoring rules are written out in docs/fund_assistant.md#rule-reward and
+docs/fund_assistant.md#ground-truth-reward.
 
 This module owns how a parsed ReAct completion is scored against the request (rule reward) or the
 label in the `solution` column (GT reward). Both use the TRL signature
@@ -51,7 +52,8 @@ RULE_WEIGHTS: dict[str, float] = {
 RULE_COMPONENTS: tuple[str, ...] = tuple(RULE_WEIGHTS)
 GT_COMPONENTS: tuple[str, ...] = ("tool", "params", "reasoning")
 
-_MARKET_WORDS_CN = ("开市", "闭市", "休市", "开盘", "收盘", "盘中", "盘前", "盘后", "交易时间", "交易时段", "市场", "股市")
+_MARKET_WORDS_CN = ("开市", "闭市", "休市", "开盘", "收盘", "盘中", "盘前", "盘后", "交易时间", "交易时段",
+                    "市场", "股市")
 # English words on ASCII-letter boundaries (plain \b fails in mixed text: "美股market" has no \b),
 # plus clock times ("2:30", "14：30", "3点", "9am") -- the intraday example "现在是 2:30，还能下单吗？"
 # has no market word but is a market-hours question.

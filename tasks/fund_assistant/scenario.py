@@ -32,7 +32,8 @@ class Scenario:
     request: str
     steps: list[Labelled] = field(default_factory=list)
     observations: list[str] = field(default_factory=list)  # observations[i] is what step i returned
-    initial: dict = field(default_factory=dict)  # the account before step 1 (`Account.to_dict`): episodes start here
+    # the account before step 1 (`Account.to_dict`): episodes start here
+    initial: dict = field(default_factory=dict)
     # A conditional request: the call its first step's check guards ({"tool", "params"}; the balance
     # covers the transfer, the market is open for the order, the sale settled for the withdrawal)
     guarded: dict | None = None

@@ -1,4 +1,5 @@
-"""Request templates for the multistep scenario kinds (docs/fund_assistant.md#multistep-scenarios), Chinese and English.
+"""Request templates for the multistep scenario kinds (docs/fund_assistant.md#multistep-scenarios), Chinese
+and English.
 
 Owns the wording only; multistep.py decides labels and sets up the account. Conditional kinds are
 (main templates, else-branches): an else-branch is (text, branch name) and is appended to a main
@@ -128,9 +129,11 @@ MS_SETTLE_WITHDRAW: Lang = {
         "{weekday}卖的 {ticker}，钱到了的话帮我提现，没到就查余额",
     ],
     "en": [
-        "Check whether the money from selling {ticker} on {weekday} has settled; if it has, withdraw it, otherwise show my balance",
+        "Check whether the money from selling {ticker} on {weekday} has settled; if it has, withdraw it, "
+        "otherwise show my balance",
         "Has my {ticker} sale settled? If yes, withdraw the proceeds; if not, check my balance",
-        "See if the cash from the {ticker} sale on {weekday} arrived; withdraw it if so, else tell me my balance",
+        "See if the cash from the {ticker} sale on {weekday} "
+        "arrived; withdraw it if so, else tell me my balance",
     ],
 }
 # Unconditional three-step routes: (template, [(tool, {param: slot}, fixed params)]).

@@ -60,7 +60,8 @@ def settlement(rng: random.Random, lang: str, i: int) -> Labelled:
         lang,
         req,
         "settlement",
-        "卖出的资金按 T+1 交收（港股 T+2），周末不算交收日，所以先查交易记录看成交日和交收日，而不是查余额：{d}。",
+        "卖出的资金按 T+1 交收（港股 T+2），周末不算交收日，"
+        "所以先查交易记录看成交日和交收日，而不是查余额：{d}。",
         "Sale proceeds settle T+1 (T+2 in Hong Kong) and weekends do not count, so I first check the "
         "transaction history for the trade and settlement dates rather than the balance: {d}.",
     )
@@ -94,7 +95,8 @@ def transfer(rng: random.Random, lang: str, i: int) -> Labelled:
 
 
 def withdraw(rng: random.Random, lang: str, i: int) -> Labelled:
-    """Plain, explicit look-alikes of the withdraw ambiguity (still withdraw_funds), or conditional on the balance (check_balance)."""
+    """Plain, explicit look-alikes of the withdraw ambiguity (still withdraw_funds), or conditional on the
+    balance (check_balance)."""
     kind = (
         "withdraw_plain",
         "withdraw_explicit",

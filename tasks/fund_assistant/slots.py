@@ -132,7 +132,8 @@ def _amt(rng: random.Random, lang: str, _: dict) -> Slot:
 
 
 def _small(rng: random.Random, lang: str, _: dict) -> Slot:
-    # The field report's withdraw look-alikes (docs/fund_assistant.md#the-withdraw-ambiguity): small sums in rupees / 块.
+    # The field report's withdraw look-alikes (docs/fund_assistant.md#the-withdraw-ambiguity): small sums in
+    # rupees / 块.
     v = rng.choice([50, 75, 80, 120, 200, 300, 450, 600, 1200])
     if lang == "zh":
         return v, rng.choice([f"{v} 块", f"{v} 块钱", f"{v} 元"])

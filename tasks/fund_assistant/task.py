@@ -34,7 +34,8 @@ GT_REASONING_MAX = 0.3  # the ground-truth reward's reasoning part is worth at m
 
 def _draw(row: dict, flaw: str) -> float:
     """A row's fixed draw for a flaw (the first flaw's key kept its old name, so its rows stay the same)."""
-    return random.Random(f"{row['id']}/flaw" if flaw == "no_balance_check" else f"{row['id']}/flaw/{flaw}").random()
+    return random.Random(f"{row['id']}/flaw" if flaw == "no_balance_check"
+                         else f"{row['id']}/flaw/{flaw}").random()
 
 
 class FundAssistantOptions(Section):
@@ -148,7 +149,9 @@ class FundAssistantTask(Task):
     def episode_script(self, row: dict) -> list[str]:
         o = self.options
         flaws = [o.episode_flaw] if isinstance(o.episode_flaw, str) else o.episode_flaw
-        return trajectory(row, [f for f in flaws if o.episode_flaw_rate >= 1.0 or _draw(row, f) < o.episode_flaw_rate])
+        return trajectory(row,
+                          [f for f in flaws if o.episode_flaw_rate >= 1.0
+                           or _draw(row, f) < o.episode_flaw_rate])
 
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Requests of `n` episodes from their own random stream (a held-out request is left out, and so
@@ -158,7 +161,8 @@ class FundAssistantTask(Task):
         for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill"):
             target = drill_target(r)
             if target and r["request"] not in held:
-                drill.append(([{"role": "system", "content": DRILL_SYSTEM}, {"role": "user", "content": r["request"]}],
+                drill.append(([{"role": "system", "content": DRILL_SYSTEM},
+                               {"role": "user", "content": r["request"]}],
                               target))
         return drill
 
@@ -171,7 +175,7 @@ class FundAssistantTask(Task):
         for row in episode_rows(self.cfg.seed, FundAssistantOptions().n_episodes):
             for flaw in ("none", "no_balance_check"):
                 turns = iter(trajectory(row, flaw))
-                episode = run_episode(FundAccountEnv(max_turns=8), row, lambda _: next(turns))
+                episode = run_episode(FundAccountEnv(max_turns=8), row, lambda _: next(turns))  # noqa: B023
                 texts += [f"{m['role']}\n{m['content']}" for m in episode.messages]
         return texts
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 
-# The market-hours vocabulary of the rule reward (docs/fund_assistant.md#rule-reward; a superset of the rule reward's list), and clock times.
+# The market-hours vocabulary of the rule reward (docs/fund_assistant.md#rule-reward; a superset of the rule
+# reward's list), and clock times.
 MARKET_WORDS_ZH: tuple[str, ...] = (
     "开市",
     "闭市",
@@ -34,7 +35,8 @@ CLOCK_RE = re.compile(
 )
 
 
-# Logic words of the ground-truth reward (docs/fund_assistant.md#ground-truth-reward); every thought carries one.
+# Logic words of the ground-truth reward (docs/fund_assistant.md#ground-truth-reward); every thought carries
+# one.
 LOGIC_RE = re.compile(
     r"(?<![A-Za-z])(?:first|then|before|because|therefore|need\s+to|in\s+order\s+to|since)(?![A-Za-z])|先|然后|因为|所以",
     re.IGNORECASE,
@@ -191,7 +193,8 @@ WITHDRAW_PLAIN: Lang = {
         "I want to take out {amt}.",
     ],
 }
-# The withdraw ambiguity (docs/fund_assistant.md#the-withdraw-ambiguity): explicit, unconditional withdrawals that look like "check the balance first" cases.
+# The withdraw ambiguity (docs/fund_assistant.md#the-withdraw-ambiguity): explicit, unconditional withdrawals
+# that look like "check the balance first" cases.
 WITHDRAW_EXPLICIT: Lang = {
     "zh": [
         "从 {acc} 取 {small}",

@@ -89,6 +89,8 @@ def final_answer(row: dict, flaw: Flaw | Iterable[Flaw] = "none") -> str:
 def trajectory(row: dict, flaw: Flaw | Iterable[Flaw] = "none") -> list[str]:
     """The scripted agent's turns for `row`: one JSON object per tool call, then the final answer."""
     route = [c["tool"] for c in calls(row, flaw)]
-    turns = [compact_solution(c["tool"], c["params"], route[i:], i + 1) for i, c in enumerate(calls(row, flaw))]
-    answer = {"thought": "answer", "action": {"tool": FINAL_TOOL, "params": {"answer": final_answer(row, flaw)}}}
+    turns = [compact_solution(c["tool"], c["params"], route[i:], i + 1)
+             for i, c in enumerate(calls(row, flaw))]
+    answer = {"thought": "answer",
+              "action": {"tool": FINAL_TOOL, "params": {"answer": final_answer(row, flaw)}}}
     return [*turns, json.dumps(answer, ensure_ascii=False)]

@@ -31,7 +31,8 @@ def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: 
     by_prompt = {r["prompt"]: r for r in rows if "prompt" in r}
 
     class ScriptedWorker:
-        def __init__(self, base_model_dir, tokenizer_dir, cfg, lora_cfg, dtype="float32", worker_index=0, seed=0):
+        def __init__(self, base_model_dir, tokenizer_dir, cfg, lora_cfg, dtype="float32", worker_index=0,
+                     seed=0):
             from transformers import AutoTokenizer
 
             self.tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -45,7 +46,8 @@ def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: 
         def identity(self) -> tuple[None, int]:
             return None, os.getpid()
 
-        def generate(self, prompts, n=None, temperature=None, max_tokens=None, seed=None, offsets=False) -> Rollout:
+        def generate(self, prompts, n=None, temperature=None, max_tokens=None, seed=None,
+                     offsets=False) -> Rollout:
             n = n or self.cfg.n
             # RL steps pass seed = train_seed * 100_003 + step; the eval seed 0 with n=1; the filter none.
             stage = "difficulty" if seed is None else "eval" if n == 1 else seed - train_seed * 100_003
@@ -86,6 +88,7 @@ def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: 
             got = lora_io.fingerprint(update.weights)
             assert got == update.fingerprint
             self.version, self.fingerprint = update.version, got
-            return Served(self.worker_index, update.version, got, sum(v.numel() * 4 for v in update.weights.values()))
+            return Served(self.worker_index, update.version, got,
+                          sum(v.numel() * 4 for v in update.weights.values()))
 
     return ScriptedWorker

@@ -20,7 +20,8 @@ from tests.actors.test_coordinator import RecordingLearner
 pytestmark = pytest.mark.deepspeed
 
 AGENT = ["task.options.n_episodes=40", "rollout.n=4", "train.prompts_per_step=4", "train.eval_limit=6",
-         "learner.micro_batch_size=16", "train.warmup.steps=3", "train.warmup.batch_size=4", "train.progress=false",
+         "learner.micro_batch_size=16", "train.warmup.steps=3", "train.warmup.batch_size=4",
+         "train.progress=false",
          "train.steps=3", "train.checkpoint_every=2", "env.max_turns=5", "train.warmup.drill.steps=2",
          "train.warmup.drill.rows=20", "train.warmup.drill.batch_size=4", "train.warmup.drill.mix=1"]
 
@@ -28,14 +29,16 @@ AGENT = ["task.options.n_episodes=40", "rollout.n=4", "train.prompts_per_step=4"
 def _script(task):
     """Eval: the correct trajectory. RL steps: every other episode the flawed one (balance-conditional
     requests acted on unchecked) or a malformed turn instead of the first call: half of each group fails."""
-    flawed = load_task(task.cfg.model_copy(update={"options": {**task.cfg.options, "episode_flaw": "no_balance_check",
+    flawed = load_task(task.cfg.model_copy(update={"options": {**task.cfg.options,
+                                                               "episode_flaw": "no_balance_check",
                                                              "episode_flaw_rate": 1.0}}))
 
     def script(row: dict, i: int, stage) -> list[str]:
         right = task.episode_script(row)
         if stage == "eval" or i % 2 == 0:
             return right
-        return flawed.episode_script(row) if touched_by(row) == "no_balance_check" else ["not json", *right[1:]]
+        return (flawed.episode_script(row) if touched_by(row) == "no_balance_check"
+                else ["not json", *right[1:]])
 
     return script
 
@@ -84,7 +87,8 @@ def test_the_learner_gets_whole_episodes_with_the_observations_masked(agent):
 def test_the_warm_up_plays_the_scripted_trajectories(agent):
     coord, _, _ = agent
     assert coord.info["warmup_steps"] == 3 and coord.info["warmup_rows"] == len(coord.train_rows)
-    assert coord.info["drill_steps"] == 2 and 0 < coord.info["drill_rows"] <= 20  # the entity drill came first
+    # the entity drill came first
+    assert coord.info["drill_steps"] == 2 and 0 < coord.info["drill_rows"] <= 20
     assert set(coord.info["placement"]) == {"learner", "rollout"}  # the environment scores: no reward actors
     assert all("expected" in r for r in coord.train_rows)  # episode rows, not single-turn ones
 

@@ -102,7 +102,8 @@ def test_the_switch_goes_on_and_off_and_ngrpo_acts_on_zero_spread_groups(dynamic
     assert [r["ngrpo_active"] for r in rows] == [True, True, True, True, False, False]
     assert [(e.step, e.active) for e in coord.switch.events] == [(1, True), (5, False)]
     logged = [json.loads(x) for x in (coord.run.dir / "events.jsonl").read_text().splitlines()]
-    assert [(e["step"], e["active"]) for e in logged if e["event"] == "ngrpo_switch"] == [(1, True), (5, False)]
+    assert ([(e["step"], e["active"]) for e in logged if e["event"] == "ngrpo_switch"]
+            == [(1, True), (5, False)])
     for r in rows[:3]:  # every group zero-std and imperfect: only NGRPO's virtual sample gives signal
         assert r["frac_reward_zero_std"] == 1.0 and r["frac_zero_std_other"] == 1.0
         assert r["advantage_abs_mean"] > 0 and r["learned_sequences"] == 16.0
@@ -179,7 +180,8 @@ def _script_filter(row: dict, n: int, stage) -> list[str]:
 @pytest.fixture(scope="module")
 def filtered(tmp_path_factory):
     overrides = ["algorithm.difficulty.enabled=true", "algorithm.difficulty.num_samples=4",
-                 "learner.updates_per_batch=2", "algorithm.ngrpo.mode=off", "cluster.env_vars={API_TOKEN: s3cr3t}"]
+                 "learner.updates_per_batch=2", "algorithm.ngrpo.mode=off",
+                 "cluster.env_vars={API_TOKEN: s3cr3t}"]
     return _run(tmp_path_factory.mktemp("filtered"), overrides, _script_filter, 3)
 
 

@@ -48,8 +48,9 @@ CASES = {
     CompareError: lambda: CompareError("unknown metric 'reward_mena': not in any run's metrics.jsonl"),
     RewardNotFoundError: lambda: RewardNotFoundError("unknown reward 'gtt'; known: gt, multistep_gt, rule"),
     ConfigError: lambda: ConfigError("train.stepz: unknown key (did you mean steps?)"),
-    PlacementTimeout: lambda: PlacementTimeout("rollout: a lost node's bundles could not be placed again within "
-                                               "300s (cluster.node_wait_s; placement group RESCHEDULING)"),
+    PlacementTimeout: lambda: PlacementTimeout("rollout: a lost node's bundles could not be placed again "
+                                               "within 300s (cluster.node_wait_s; placement group "
+                                               "RESCHEDULING)"),
 }
 PACKAGES = ("configs", "cluster", "actors", "learner", "rewards", "tasks", "bench", "models", "observe",
             "algo", "contracts")

@@ -22,7 +22,8 @@ def test_one_pass_offsets_match_prefix_decoding(tiny_tokenizer, fund_task):
         # Where a token ends on a whole character both ways agree; a character split over two tokens
         # belongs to the token that completes it (prefix decoding shows a replacement char instead).
         ends_fast = {b for _, b in fast}
-        assert {b for _, b in slow if "\ufffd" not in tok.decode(ids[: 1 + [e for _, e in slow].index(b)])} <= ends_fast
+        assert {b for _, b in slow
+                if "\ufffd" not in tok.decode(ids[: 1 + [e for _, e in slow].index(b)])} <= ends_fast
 
 
 def test_random_token_sequences_cover_the_text(tiny_tokenizer):

@@ -12,8 +12,8 @@ from cluster.backend import LocalBackend, RayBackend
 from contracts.types import ScoreRequest
 from rewards.registry import register_reward
 
-GOOD = json.dumps({"thought": "先查余额", "action": {"tool": "check_balance", "params": {}}, "plan": ["查余额"]},
-                  ensure_ascii=False)
+GOOD = json.dumps({"thought": "先查余额", "action": {"tool": "check_balance", "params": {}},
+                   "plan": ["查余额"]}, ensure_ascii=False)
 LABEL = GOOD
 
 

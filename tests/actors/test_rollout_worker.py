@@ -82,7 +82,8 @@ def test_generate_and_push(tiny_paths, mode, ray_local):
     assert after.policy_version == 1 and greedy_after.policy_version == 1
     assert greedy_after.token_ids != greedy_before.token_ids  # the push took
     # What vLLM serves is exactly the learner's model: its logprobs match a transformers recomputation.
-    ref = _teacher_forced_logprobs(tiny_paths.model_dir, update, after.prompt_token_ids[0], greedy_after.token_ids)
+    ref = _teacher_forced_logprobs(tiny_paths.model_dir, update, after.prompt_token_ids[0],
+                                   greedy_after.token_ids)
     assert torch.allclose(torch.tensor(greedy_after.logprobs), ref, atol=1e-3)
     # A run rolled back to its checkpoint of step 0 serves the base model again, value for value.
     assert w.serve_base() == Served(0, 0, "base", 0) and w.fingerprint() == (0, "base")
@@ -128,7 +129,8 @@ class NoopReloadWorker(RolloutWorker):
 
 def _with_probe(update: LoraUpdate, model_dir, tok) -> LoraUpdate:
     prompt = tok(PROMPT, add_special_tokens=False)["input_ids"]
-    completion = tok('{"thought": "先查余额", "action": {"tool": "check_balance"}}', add_special_tokens=False)["input_ids"]
+    completion = tok('{"thought": "先查余额", "action": {"tool": "check_balance"}}',
+                     add_special_tokens=False)["input_ids"]
     update.probe_ids, update.probe_start = prompt + completion, len(prompt)
     update.probe_logprobs = _teacher_forced_logprobs(model_dir, update, prompt, completion).tolist()
     return update

@@ -27,7 +27,8 @@ class _Engine:
         torch.manual_seed(3)
         params = SamplingParams(n=3, temperature=1.0, max_tokens=20, logprobs=0, flat_logprobs=True,
                                 detokenize=False)
-        outs = self.llm.generate([TokensPrompt(prompt_token_ids=[5, 6, 7, 8]), TokensPrompt(prompt_token_ids=[9])],
+        outs = self.llm.generate([TokensPrompt(prompt_token_ids=[5, 6, 7, 8]),
+                                  TokensPrompt(prompt_token_ids=[9])],
                                  params, use_tqdm=False)
         return [(list(c.token_ids), vars(c.logprobs), c.cumulative_logprob) for o in outs for c in o.outputs]
 

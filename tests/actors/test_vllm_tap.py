@@ -18,7 +18,8 @@ class _Engine:
         from vllm import LLM
 
         self.llm = LLM(model=model_dir, skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
-                       kv_cache_memory_bytes=64 * 1024**2, max_model_len=256, seed=0, max_num_batched_tokens=64,
+                       kv_cache_memory_bytes=64 * 1024**2, max_model_len=256, seed=0,
+                       max_num_batched_tokens=64,
                        max_num_seqs=16)
         self.prompts = [list(range(5, 150)), [9], list(range(20, 40))]
 
@@ -73,5 +74,6 @@ def test_tapped_logprobs_equal_vllms_own_with_chunked_prompts(tiny_paths, ray_lo
     finally:
         ray_local.kill(actor)
     assert tapped == own == own_again
-    assert [len(g) for g in tapped] == [3, 3, 3] and all(len(ids) == len(lp) > 0 for g in tapped for ids, lp in g)
+    assert ([len(g) for g in tapped] == [3, 3, 3]
+            and all(len(ids) == len(lp) > 0 for g in tapped for ids, lp in g))
     assert "not the ones vLLM returned" in refused

@@ -30,7 +30,8 @@ def reference_advantages(rewards, ngrpo=False, max_reward=1.0, num_virtual=1, st
 
 
 def test_seed_worked_example_ngrpo_population():
-    # The field report's example (docs/algorithm.md#ngrpo): eight 0.8 + a virtual 1.0 -> mean 0.822, std 0.063, A = -0.35.
+    # The field report's example (docs/algorithm.md#ngrpo): eight 0.8 + a virtual 1.0 -> mean 0.822, std
+    # 0.063, A = -0.35.
     adv = group_advantages(torch.full((1, 8), 0.8), ngrpo=True, std="population")
     assert adv.shape == (1, 8)
     assert torch.all(adv.round(decimals=2) == -0.35)

@@ -11,7 +11,8 @@ from algo.losses import policy_loss
 def reference_loss(
     logp, old, adv, mask, eps_low, eps_high, agg, ref=None, kl_coef=0.0, weights=None, max_tokens=None
 ):
-    """Token by token, as written in docs/algorithm.md#the-loss (autograd-friendly: builds from scalar ops)."""
+    """Token by token, as written in docs/algorithm.md#the-loss (autograd-friendly: builds from scalar
+    ops)."""
     B, T = len(mask), len(mask[0])
     seq_sums, seq_counts = [], []
     for b in range(B):

@@ -23,7 +23,8 @@ def test_all_valid_is_the_plain_group_advantage():
     out = _run([[1.0, 0.0, 0.5, 0.5], [0.2, 0.2, 0.2, 0.2]])
     assert torch.equal(out.advantages, group_advantages(torch.tensor([[1.0, 0.0, 0.5, 0.5], [0.2] * 4],
                                                                      dtype=torch.float64)))
-    assert out.trained.all() and out.metrics["frac_reward_zero_std"] == 0.5 and "dropped_groups" not in out.metrics
+    assert (out.trained.all() and out.metrics["frac_reward_zero_std"] == 0.5
+            and "dropped_groups" not in out.metrics)
 
 
 def test_a_failed_sample_is_left_out_of_its_group():

@@ -17,7 +17,8 @@ class _Units:
 
 def test_ratios_and_targets():
     m = {
-        "gen-ours": _Units([{"seconds": 1.0, "tokens": 1000}]), "gen-bare": _Units([{"seconds": 0.9, "tokens": 1000}]),
+        "gen-ours": _Units([{"seconds": 1.0, "tokens": 1000}]),
+        "gen-bare": _Units([{"seconds": 0.9, "tokens": 1000}]),
         "gen-bare-lp": _Units([{"seconds": 1.2, "tokens": 1000}]),
         "rl-sync": _Units([{"seconds": 3.0, "sync": 0.03, "generate": 1.0, "learn": 2.0}]),
         "rl-off": _Units([{"seconds": 2.2, "sync": 0.03, "generate": 2.0, "learn": 2.1}]),

@@ -32,7 +32,8 @@ BIN = Path(sys.executable).parent
 RUN = "submitted"
 OVERRIDES = [
     "rollout.n=4", "rollout.max_tokens=24",
-    "rollout.kv_cache_memory_bytes=67108864", "train.prompts_per_step=4", "train.steps=3", "train.eval_limit=12",
+    "rollout.kv_cache_memory_bytes=67108864", "train.prompts_per_step=4", "train.steps=3",
+    "train.eval_limit=12",
     "train.warmup.enabled=false", "algorithm.ngrpo.mode=on", f"train.run_name={RUN}", "train.progress=false",
 ]
 
@@ -84,7 +85,8 @@ def head(tmp_path_factory):
     dashboard = f"http://127.0.0.1:{ports['dashboard']}"
     try:
         deadline = time.monotonic() + 120
-        while True:  # the jobs API answers a little after the head is up (docs/platform.md#ray-start-up-and-auth)
+        # the jobs API answers a little after the head is up (docs/platform.md#ray-start-up-and-auth)
+        while True:
             try:
                 _get(f"{dashboard}/api/version")
                 break
@@ -163,7 +165,8 @@ def test_training_metrics_reach_the_prometheus_export(job):
 
 
 def test_actors_have_readable_names(job):
-    want = {f"{RUN}/coordinator", f"{RUN}/rollout-0", f"{RUN}/learner-0", f"{RUN}/reward-0", f"{RUN}/reward-1"}
+    want = {f"{RUN}/coordinator", f"{RUN}/rollout-0", f"{RUN}/learner-0", f"{RUN}/reward-0",
+            f"{RUN}/reward-1"}
     assert want <= job["names"], f"missing {sorted(want - job['names'])}; saw {sorted(job['names'])}"
 
 

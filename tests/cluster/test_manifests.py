@@ -360,7 +360,8 @@ def test_both_clusters_run_token_auth_and_keep_the_dashboard_private():
     head = " ".join(launcher["head_start_ray_commands"])
     assert "--dashboard-host=127.0.0.1" in head and "0.0.0.0" not in head
     text = (Path(__file__).resolve().parents[2] / "cluster" / "kuberay-rayjob.yaml").read_text()
-    assert "RAY_AUTH_MODE, value: disabled" not in text and "kubectl create secret generic ngrpo-ray-auth" in text
+    assert ("RAY_AUTH_MODE, value: disabled" not in text
+            and "kubectl create secret generic ngrpo-ray-auth" in text)
 
 
 def test_both_clusters_fetch_the_presets_base_model():

@@ -16,7 +16,8 @@ pytestmark = pytest.mark.ray
 
 def test_a_group_without_room_fails_after_the_node_wait_naming_it(ray_local):
     t = time.monotonic()
-    with pytest.raises(PlacementTimeout, match=r"could not place 3 x \{'CPU': 5.0\} for learner .*node_wait_s"):
+    with pytest.raises(PlacementTimeout,
+                       match=r"could not place 3 x \{'CPU': 5.0\} for learner .*node_wait_s"):
         _placement_group("learner", 3, {"num_cpus": 5.0}, "PACK", timeout_s=1.0)
     assert time.monotonic() - t < 30
     # and it left nothing behind: the same name can be placed once it fits

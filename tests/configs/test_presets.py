@@ -99,7 +99,8 @@ def test_an_explicit_path_wins_over_the_preset_of_the_same_name(tmp_path):
     copy.write_text(yaml.safe_dump(data))
     assert load_config(copy).train.steps == 7
     assert load_config(str(copy)).train.steps == 7
-    assert load_config("tiny-cpu").train.steps == yaml.safe_load((PRESETS_DIR / "tiny-cpu.yaml").read_text())["train"]["steps"]
+    assert (load_config("tiny-cpu").train.steps
+            == yaml.safe_load((PRESETS_DIR / "tiny-cpu.yaml").read_text())["train"]["steps"])
 
 
 def test_a_missing_path_is_not_silently_replaced_by_a_preset(tmp_path):

@@ -56,7 +56,8 @@ def test_merged_weights_match_peft_forward(peft_model, tiny_paths):
         a = peft_model(input_ids=ids).logits
         b = plain(input_ids=ids).logits
     assert torch.allclose(a, b, atol=1e-4)
-    assert base["model.layers.0.self_attn.q_proj.weight"].data_ptr() != merged["model.layers.0.self_attn.q_proj.weight"].data_ptr()
+    assert (base["model.layers.0.self_attn.q_proj.weight"].data_ptr()
+            != merged["model.layers.0.self_attn.q_proj.weight"].data_ptr())
 
 
 def test_merge_rejects_bad_keys():
@@ -74,7 +75,8 @@ def test_saved_adapter_loads_in_peft(peft_model, tiny_paths, tmp_path):
     sd = _lora_sd(peft_model)
     lora_io.save_peft_adapter(sd, tmp_path / "ad", r=4, alpha=8, target_modules=TARGETS,
                               base_model=str(tiny_paths.model_dir))
-    loaded = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_paths.model_dir), tmp_path / "ad")
+    loaded = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(tiny_paths.model_dir),
+                                       tmp_path / "ad")
     ids = torch.randint(5, 500, (1, 10))
     with torch.no_grad():
         assert torch.allclose(loaded(input_ids=ids).logits, peft_model(input_ids=ids).logits, atol=1e-5)
@@ -92,9 +94,12 @@ def test_an_update_crosses_the_object_store_unchanged_and_writable(peft_model):
     buffers: list = []
     data = pickle.dumps(sent, protocol=5, buffer_callback=buffers.append)
     assert buffers, "the weights should travel as out-of-band buffers"
-    got = pickle.loads(data, buffers=[memoryview(bytes(b.raw())) for b in buffers])  # read-only, as from the store
+    # read-only, as from the store
+    got = pickle.loads(data, buffers=[memoryview(bytes(b.raw())) for b in buffers])
     assert lora_io.fingerprint(got.weights) == sent.fingerprint
     assert all(isinstance(v, torch.Tensor) and torch.equal(v, weights[k]) for k, v in got.weights.items())
-    assert (got.version, got.scale, got.probe_ids, got.probe_start, got.probe_logprobs) == (3, 2.0, [1, 2, 3], 1, [-0.5, -0.25])
+    assert ((got.version, got.scale, got.probe_ids, got.probe_start, got.probe_logprobs)
+            == (3, 2.0, [1, 2, 3], 1, [-0.5, -0.25]))
     next(iter(got.weights.values())).add_(1.0)  # writable
-    assert sent.weights is weights and lora_io.fingerprint(weights) == sent.fingerprint  # the sender's untouched
+    # the sender's untouched
+    assert sent.weights is weights and lora_io.fingerprint(weights) == sent.fingerprint

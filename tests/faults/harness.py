@@ -65,7 +65,8 @@ class Run:
         t = time.monotonic()
         while len(self.rows()) < n:
             if self.proc.poll() is not None:
-                raise AssertionError(f"the run exited ({self.proc.returncode}) before {n} rows:\n{self.output()}")
+                raise AssertionError(f"the run exited ({self.proc.returncode}) before {n} "
+                                     f"rows:\n{self.output()}")
             if time.monotonic() - t > timeout:
                 raise AssertionError(f"no {n} rows within {timeout}s")
             time.sleep(0.2)
@@ -111,7 +112,8 @@ def start(parent: Path, name: str, *extra: str, steps: int = STEPS, config: str 
     log = parent / f"{name}.{int(time.time() * 1000)}.log"
     parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as out:
-        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
     return Run(parent / name, proc, log)
 
 

@@ -10,9 +10,10 @@ process of the run on it, as a preempted machine goes):
 
 1. after step `--learner-at`, the node that holds the learner ranks: there is room left, so the
    learner group is placed again on the nodes left and the run goes back to its newest checkpoint;
-2. after step `--workers-at`, the node that holds a rollout worker and the most other actors:
-   now the cluster has no room for them, so they wait (`cluster.node_wait_s`) until a node is added
-   back `--add-after` seconds later, and that node takes them.
+2. after step `--workers-at`, the node that holds a rollout worker and the most other actors: now the
+   cluster has no room for what it held, so that waits (`cluster.node_wait_s`) until a node is added
+   back `--add-after` seconds later, and that node takes it;
+3. after step `--reward-at`, the node that holds the reward actors, and again a node added later.
 
 Prints the placement before and after each loss and compares the runs: every metrics row (times aside)
 and the final adapter's fingerprint must be identical.
@@ -30,11 +31,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.faults.harness import Run, adapter_fingerprint, same_rows, start
+from tests.faults.harness import ROOT, Run, adapter_fingerprint, same_rows, start
 
 # Two of each role, the learner under ZeRO-3, on a cluster whose nodes each hold at most two CPUs.
 LAYOUT = ("rollout.num_workers=2", "rollout.num_cpus=1", "learner.world_size=2", "learner.num_cpus=1",
           "learner.zero_stage=3", "reward.num_actors=2", "reward.num_cpus=0.25", "train.max_restarts=20",
+          "cluster.ship_code=false",
           "learner.call_timeout_s=120")
 STORE = 150 * 1024**2
 # Ray notices a lost node within a few seconds instead of its default half a minute.
@@ -47,21 +49,21 @@ ROLES = ("rollout", "learner", "reward")
 class LostNodes:
     cluster: object
     run: Run
-    learner_at: int
-    workers_at: int
+    phases: list[tuple[str, int, bool]]  # (role whose node goes, after how many rows, add a node after)
     add_after: float
     log: list[dict] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
 
     def play(self) -> None:
         try:
-            self._wait_rows(self.learner_at)
-            self._remove(self._node_of("learner"), "learner ranks")
-            self._wait_rows(self.workers_at)
-            self._remove(self._node_of("rollout"), "rollout worker")
-            time.sleep(self.add_after)
-            node = self.cluster.add_node(num_cpus=2, object_store_memory=STORE)
-            self.log.append({"what": "node added", "node": node.node_id, "rows": len(self.run.rows())})
+            for role, rows, add in self.phases:
+                self._wait_rows(rows)
+                self._remove(self._node_of(role), f"holding the {role}")
+                if add:
+                    time.sleep(self.add_after)
+                    node = self.cluster.add_node(num_cpus=2, object_store_memory=STORE)
+                    rows_now = len(self.run.rows())
+                    self.log.append({"what": "node added", "node": node.node_id, "rows": rows_now})
         except BaseException as e:  # noqa: BLE001 - reported by the main thread
             self.errors.append(e)
 
@@ -100,10 +102,11 @@ def placement_now(run: Run) -> dict[str, list[dict]]:
         if e["event"] == "placement":
             where = {role: [dict(x) for x in e[role]] for role in ROLES if role in e}
         elif e["event"] == "recovered" and e.get("placed"):
-            if e["role"] == "learner":
+            moved = e.get("moved", e["role"])  # the learner group is rebuilt after any failure in a step
+            if moved == "learner":
                 where["learner"] = [dict(x) for x in e["placed"]]
-            elif e["role"] in where:
-                where[e["role"]][e["index"]] = dict(e["placed"][0])
+            elif moved in where:
+                where[moved][e["index"]] = dict(e["placed"][0])
     return where
 
 
@@ -113,6 +116,10 @@ def start_cluster():
     after two."""
     from ray.cluster_utils import Cluster
 
+    # The nodes share this machine's disk: a working_dir shipped with the job would be one folder for all
+    # of them, which Ray cleans up when the node that fetched it goes. The nodes (and every worker) find
+    # the code on the PYTHONPATH they inherit from here instead, as on a cluster with a shared filesystem.
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 0, "object_store_memory": STORE, "_system_config": FAST_HEALTH})
     for _ in range(4):
@@ -130,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--steps", type=int, default=8)
     p.add_argument("--learner-at", type=int, default=2)
-    p.add_argument("--workers-at", type=int, default=5)
+    p.add_argument("--workers-at", type=int, default=4)
+    p.add_argument("--reward-at", type=int, default=6)
     p.add_argument("--add-after", type=float, default=20.0)
     p.add_argument("--dir", default=None)
     a = p.parse_args(argv)
@@ -147,14 +155,16 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         t1 = time.monotonic()
         run = start(parent, "lost", *common, steps=a.steps)
-        chaos = LostNodes(cluster, run, a.learner_at, a.workers_at, a.add_after)
+        phases = [("learner", a.learner_at, False), ("rollout", a.workers_at, True),
+                  ("reward", a.reward_at, True)]
+        chaos = LostNodes(cluster, run, phases, a.add_after)
         chaos.play()  # here: Ray starts a node only from the main thread (it installs signal handlers)
         if chaos.errors:
             run.kill_driver()
-        added_id = chaos.log[-1]["node"] if chaos.log else ""
+        added = [e["node"] for e in chaos.log if e["what"] == "node added"]
+        names.update({node: f"node{len(names) + i}" for i, node in enumerate(added)})
         code = run.finish(timeout=1800)
         t2 = time.monotonic()
-        names[added_id] = f"node{len(names)}"
         print(f"straight run: {t1 - t0:.0f} s; run losing nodes: {t2 - t1:.0f} s (exit {code})")
         first = run.events("placement")[0]
         print("placement at start: " + describe({r: first[r] for r in ROLES}, names))
@@ -168,9 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             raise AssertionError(f"the run losing nodes failed: {chaos.errors or code}")
         now = placement_now(run)
         gone = {e["node"] for e in chaos.log if e["what"].startswith("node removed")}
-        added = chaos.log[-1]["node"]
-        assert not gone & {x["node"] for xs in now.values() for x in xs}, now  # nothing left on a lost node
-        assert added in {x["node"] for xs in now.values() for x in xs}, now  # the node added back took a role
+        used = {x["node"] for xs in now.values() for x in xs}
+        assert not gone & used, now  # nothing left on a lost node
+        assert set(added) - gone <= used, now  # each node added back (and still there) took a role
         same_rows(straight.rows(), run.rows())
         fa, fb = adapter_fingerprint(straight.run_dir), adapter_fingerprint(run.run_dir)
         assert fa == fb, (fa, fb)

@@ -32,4 +32,5 @@ def test_a_killed_rollout_worker_plays_its_episodes_again(tmp_path):
             lookup(key)
         assert 0.0 < row["obs_token_frac"] < 1.0 and row["episode_turns_mean"] >= 1.0
         assert row.get("logprob_gap_max", 0.0) < 1e-3  # multi-turn samples scored as vLLM sampled them
-    assert (run.run_dir / "episodes_after.jsonl").exists() and "success rate" in (run.run_dir / "eval_table.md").read_text()
+    assert ((run.run_dir / "episodes_after.jsonl").exists()
+            and "success rate" in (run.run_dir / "eval_table.md").read_text())

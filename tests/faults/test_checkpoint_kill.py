@@ -56,7 +56,8 @@ print("through", calls)
 
 
 def _child(run: Path, kill_at: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", _CHILD, str(run), str(kill_at)], cwd=ROOT, capture_output=True,
+    return subprocess.run([sys.executable, "-c", _CHILD, str(run), str(kill_at)], cwd=ROOT,
+                          capture_output=True,
                           text=True, timeout=60, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
 
 

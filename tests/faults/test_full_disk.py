@@ -18,7 +18,8 @@ def small_disk(tmp_path):
     """A 10 MB file system: room for two checkpoints of the tiny model, not three."""
     mnt = tmp_path / "small"
     mnt.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=10m", "tmpfs", str(mnt)], capture_output=True).returncode:
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=10m", "tmpfs", str(mnt)],
+                      capture_output=True).returncode:
         pytest.skip("cannot mount a small file system here (needs root): no full disk to simulate")
     yield mnt
     subprocess.run(["umount", "-l", str(mnt)], capture_output=True)

@@ -2,8 +2,9 @@
 
 The straight run shows the placement: the two rollout workers SPREAD over two nodes, the two learner
 ranks PACKed on one. The same run then loses the learner's node (its ranks are placed again on the
-nodes left) and a node with a rollout worker (no room is left, so it waits until a node is added
-back), and ends with the straight run's rows and adapter (`make lost-node` is the same, with its log)."""
+nodes left), a node with a rollout worker and the node with the reward actors (no room is left, so
+what they held waits until a node is added back), and ends with the straight run's rows and adapter
+(`make lost-node` is the same, with its log)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,8 @@ def test_a_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straigh
     assert "placement: 2 learner on 1 node(s), 2 rollout on 2 node(s)" in (
         next((tmp_path).glob("straight.*.log")).read_text())
     lost = _events(tmp_path / "lost")
-    moved = {e["role"] for e in lost if e["event"] == "recovered" and e["placed"]}
-    assert {"learner", "rollout"} <= moved, [e for e in lost if e["event"] == "recovered"]
-    assert "node removed (learner ranks)" in p.stdout and "node removed (rollout worker)" in p.stdout
-    assert "node added" in p.stdout and "identical: 8 metrics rows" in p.stdout
+    moved = {e["moved"] for e in lost if e["event"] == "recovered" and e["placed"]}
+    assert {"learner", "rollout", "reward"} <= moved, [e for e in lost if e["event"] == "recovered"]
+    for role in ("learner", "rollout", "reward"):
+        assert f"node removed (holding the {role})" in p.stdout
+    assert p.stdout.count("node added") == 2 and "identical: 8 metrics rows" in p.stdout

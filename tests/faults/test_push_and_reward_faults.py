@@ -68,7 +68,8 @@ def die_once_on_word(prompts, completions, **columns):
 
 
 def test_a_killed_reward_actors_shard_is_scored_again_by_its_replacement(ray_local, tmp_path):
-    pool = RewardPool.start([("tests.faults.test_push_and_reward_faults:die_once_on_word", 1.0)], RayBackend(),
+    pool = RewardPool.start([("tests.faults.test_push_and_reward_faults:die_once_on_word", 1.0)],
+                            RayBackend(),
                             num_actors=2, timeout_s=10.0)
     pool.wait_ready()
     completions = ["a", "bb", "die", "dddd"]

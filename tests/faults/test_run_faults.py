@@ -83,10 +83,16 @@ def test_a_hung_rollout_worker_misses_its_deadline_and_is_replaced(runs, straigh
 
 
 def test_a_killed_learner_rank_rebuilds_the_group_from_the_newest_checkpoint(runs, straight):
-    run = _recovers(runs, straight, "learner-kill9", "learner", signal.SIGKILL, 3)
-    assert [e["role"] for e in run.events("recovery")] == ["learner"]
+    """Killed during step 2, before its checkpoint: back to the checkpoint of step 0, whose policy is the
+    base model, which the workers (serving step 1's) must serve again (`serve_base`)."""
+    run = _recovers(runs, straight, "learner-kill9", "learner", signal.SIGKILL, 1)
+    (lost,) = run.events("recovery")
+    assert lost["role"] == "learner"
     back = run.events("rollback")
-    assert len(back) == 1 and back[0]["step"] in (2, 4)
+    assert len(back) == 1 and back[0]["step"] in (0, 2)
+    (done,) = run.events("recovered")
+    assert (done["moved"], done["redone"]) == ("learner", lost["step"] - back[0]["step"])
+    assert done["seconds"] > 0
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
 
 
@@ -172,8 +178,9 @@ def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, stra
     same_rows(straight.rows(), run.rows())
     assert adapter_digest(run.run_dir) == adapter_digest(straight.run_dir)
     done = [e for e in chaos.log if e["role"] != "missed"]
-    assert [(e["kind"], e["role"]) for e in done[:3]] == [("learner", "learner"), ("recovery", "learner"),
-                                                          ("coordinator", "coordinator")], format_log(chaos.log)
+    assert [(e["kind"], e["role"]) for e in done[:3]] == [
+        ("learner", "learner"), ("recovery", "learner"), ("coordinator", "coordinator"),
+    ], format_log(chaos.log)
     # Each kill is a fault the run survived, summed per role at its end (with the time each took).
     summary = fault_summary(run.events())
     assert sum(f.faults for f in summary if f.role != "resumed") >= len(done), summary

@@ -23,7 +23,8 @@ REQUIRED = ("step", "reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_
 def _config(world: int, stage: int, tmp_path, staleness: int = 0):
     return load_config("tiny-cpu", [f"train.max_staleness={staleness}",
         f"learner.world_size={world}", f"learner.zero_stage={stage}", "learner.num_cpus=1",
-        "rollout.num_cpus=1", "rollout.n=4", "rollout.max_tokens=24", "rollout.kv_cache_memory_bytes=67108864",
+        "rollout.num_cpus=1", "rollout.n=4", "rollout.max_tokens=24",
+                                    "rollout.kv_cache_memory_bytes=67108864",
         "train.prompts_per_step=4", "train.steps=3", "train.eval_limit=12", "train.warmup.enabled=false",
         "algorithm.ngrpo.mode=on", "reward.num_actors=2", f"train.run_dir={tmp_path}", "learner.lr=0.05",
     ])

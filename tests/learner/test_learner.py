@@ -120,7 +120,8 @@ def test_saved_state_continues_exactly(tiny_paths, ray_local, tmp_path):
 
     def rank(rl_steps=4):
         actor = ray_local.remote(Learner).options(num_cpus=1).remote(
-            str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), ModelConfig(lora=LoraConfig(r=4, alpha=8)),
+            str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir),
+            ModelConfig(lora=LoraConfig(r=4, alpha=8)),
             cfg, AlgorithmConfig(), rl_steps=rl_steps)
         r = Sync(actor)
         assert r.setup("127.0.0.1", free_port()) > 0

@@ -35,7 +35,8 @@ def test_masked_out_tokens_are_not_learned(tiny_paths, tiny_tokenizer, tmp_path)
 def test_text_examples_are_learned_whole_and_token_examples_pass_through(tiny_tokenizer):
     tok = tiny_tokenizer
     (p, c, m), = encode_examples(tok, [("user\nhi", "ok")])
-    assert c[-1] == tok.eos_token_id and m == [1] * len(c) and p == tok("user\nhi", add_special_tokens=False)["input_ids"]
+    assert (c[-1] == tok.eos_token_id and m == [1] * len(c)
+            and p == tok("user\nhi", add_special_tokens=False)["input_ids"])
     token = ([1, 2], [3, 4, 5], [1, 0, 1])
     assert encode_examples(tok, [token]) == [token]
 
@@ -48,7 +49,8 @@ def test_the_drill_comes_first_and_joins_every_warm_up_batch(tiny_paths, tiny_to
 
     def run(name, d):
         out = tmp_path / name
-        stats = sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out), steps=2,
+        stats = sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out),
+                           steps=2,
                            lr=1e-2, batch_size=2, seed=0, drill=d)
         return stats, load_file(str(out / "model.safetensors"))
 

@@ -53,9 +53,11 @@ def test_build_is_deterministic(tmp_path, monkeypatch, fund_task):
     monkeypatch.setenv("NGRPO_CACHE", str(tmp_path / "b"))
     b = ensure_tiny_model(cfg, corpus)
     assert a.model_dir != b.model_dir
-    wa, wb = load_file(str(a.model_dir / "model.safetensors")), load_file(str(b.model_dir / "model.safetensors"))
+    wa, wb = (load_file(str(a.model_dir / "model.safetensors")),
+              load_file(str(b.model_dir / "model.safetensors")))
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
-    assert (a.tokenizer_dir / "tokenizer.json").read_text() == (b.tokenizer_dir / "tokenizer.json").read_text()
+    assert ((a.tokenizer_dir / "tokenizer.json").read_text()
+            == (b.tokenizer_dir / "tokenizer.json").read_text())
 
 
 @pytest.mark.vllm

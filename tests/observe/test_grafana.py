@@ -12,8 +12,10 @@ from observe.ray_metrics import split_key
 COUNTERS = {"ngrpo_steps_total", "ngrpo_reward_failed_completions_total", "ngrpo_switch_events_total",
             "ngrpo_recoveries_total",
             "ngrpo_phase_seconds_bucket"}
-ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_all_max", "frac_zero_std_all_min",
-            "ngrpo_active", "tool_accuracy", "tool_accuracy/x", "reward/x", "reward_part/x", "time/x", "grad_norm",
+ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_all_max",
+            "frac_zero_std_all_min",
+            "ngrpo_active", "tool_accuracy", "tool_accuracy/x", "reward/x", "reward_part/x", "time/x",
+            "grad_norm",
             "entropy", "approx_kl", "loss", "clip_frac_low", "clip_frac_high", "completion_length",
             "frac_truncated", "policy_version_lag_max", "policy_version", "logprob_gap_mean", "step",
             "eval_tool_accuracy", "eval_tool_accuracy/x",
@@ -23,7 +25,8 @@ ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_
 
 
 def test_shipped_json_is_the_generated_dashboard():
-    assert json.loads(DASHBOARD_FILE.read_text()) == dashboard(), "run: python -m observe.grafana > " + str(DASHBOARD_FILE)
+    assert json.loads(DASHBOARD_FILE.read_text()) == dashboard(), (
+        "run: python -m observe.grafana > " + str(DASHBOARD_FILE))
 
 
 def test_every_query_names_an_exported_metric():

@@ -18,7 +18,8 @@ CATEGORIES = ("balance", "combo", "multistep")
 
 def _row(step: int) -> dict:
     row = {
-        "step": step, "policy_version": step, "ngrpo_active": step % 2 == 0, "reward_mean": 0.4, "reward_std": 0.2,
+        "step": step, "policy_version": step, "ngrpo_active": step % 2 == 0, "reward_mean": 0.4,
+        "reward_std": 0.2,
         "frac_reward_zero_std": 0.25, "tool_accuracy": 0.5, "grad_norm": 0.1, "entropy": 0.3,
         "weights_fingerprint": "abc123", "logprob_gap_max": float("nan"), "reward_failures": 1,
         "time/generate": 1.9, "time/reward": 0.1, "time/learn": 2.4, "time/sync": 0.05,
@@ -54,8 +55,9 @@ def test_full_rows_and_evals_record_without_a_tag_clash(ray_local):
     m.record_eval("before", table, ("average_score", "tool_accuracy", "reasoning_score"))
     m.record_eval("after", table, ("average_score", "tool_accuracy", "reasoning_score"))
     names = set(m._gauges)
-    assert {"ngrpo_frac_reward_zero_std", "ngrpo_active", "ngrpo_tool_accuracy", "ngrpo_tool_accuracy_by_category",
-            "ngrpo_eval_tool_accuracy", "ngrpo_eval_tool_accuracy_by_category"} <= names
+    assert {"ngrpo_frac_reward_zero_std", "ngrpo_active", "ngrpo_tool_accuracy",
+            "ngrpo_tool_accuracy_by_category", "ngrpo_eval_tool_accuracy",
+            "ngrpo_eval_tool_accuracy_by_category"} <= names
     assert "ngrpo_weights_fingerprint" not in names and "ngrpo_logprob_gap_max" not in names  # text / NaN
 
 

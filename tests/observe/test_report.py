@@ -110,7 +110,8 @@ def test_cli_writes_report_and_rejects_missing_dir(make_run, tmp_path, capsys):
 # ---- time: every second counted once --------------------------------------------------------------
 # A synchronous step: generate, reward, learn and sync one after the other, 0.1 s of bookkeeping
 # between them; time/step is the step's wall time, the total of all that, not one more phase.
-SYNC_TIMES = {"time/generate": 1.0, "time/reward": 0.25, "time/learn": 2.0, "time/sync": 0.15, "time/step": 3.5}
+SYNC_TIMES = {"time/generate": 1.0, "time/reward": 0.25, "time/learn": 2.0, "time/sync": 0.15,
+              "time/step": 3.5}
 # One-step-off, as the coordinator records it: step 1 generates its own batch; from step 2 on a step's
 # batch was launched just before the previous step's learn and collected after it, so its time/generate
 # (counted launch → collection) lies inside the previous step's wall time. Batch 3 took 0.5 s longer
@@ -144,7 +145,8 @@ def shares(line: str) -> dict[str, int]:
 
 def test_time_line_of_a_synchronous_run_is_the_sum_of_the_step_wall_times(run_dir):
     line = time_line(with_times(run_dir, [SYNC_TIMES] * 12))
-    assert line.startswith("Time in RL steps: 42 s")  # 12 × 3.5 s; summing time/step with its phases said 83 s
+    # 12 × 3.5 s; summing time/step with its phases said 83 s
+    assert line.startswith("Time in RL steps: 42 s")
     # the total is not a share of itself: the phases and the 0.1 s a step between them, 100% together
     assert shares(line) == {"generate": 29, "reward": 7, "learn": 57, "sync": 4, "other": 3}
     assert "one-step-off" not in render_report(load_run(run_dir), images={})

@@ -63,7 +63,8 @@ def mlflow_server(tmp_path_factory, offline):
     port = _free_port()
     out = open(root / "server.log", "wb")
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri", f"sqlite:///{root}/mlflow.db",
+        [str(Path(sys.executable).parent / "mlflow"), "server", "--backend-store-uri",
+         f"sqlite:///{root}/mlflow.db",
          "--artifacts-destination", str(root / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
          "--workers", "1"], cwd=root, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, **offline})
@@ -356,7 +357,7 @@ def test_a_tracker_that_cannot_open_is_an_event_and_the_others_go_on(tmp_path):
 def test_the_default_tracking_is_tensorboard_as_before(tmp_path):
     cfg = _cfg()
     assert cfg.tracking.backends == ["tensorboard"]
-    for name, log in (("new", _open(cfg, tmp_path / "new")), ("old", RunLog(tmp_path / "old"))):
+    for _name, log in (("new", _open(cfg, tmp_path / "new")), ("old", RunLog(tmp_path / "old"))):
         _train(log, STEPS)
         log.close()
     assert read_scalars(tmp_path / "new" / "tensorboard") == read_scalars(tmp_path / "old" / "tensorboard")

@@ -42,7 +42,8 @@ def test_import_paths():
 @pytest.mark.parametrize(
     "bad",
     ["nope", "", "rewards.examples", "rewards.examples:", ":keyword_reward", "rewards.examples:missing",
-     "no_such_module_xyz:fn", "rewards.examples:DEFAULT_KEYWORDS", "tasks.fund_assistant.rewards:MARKET_TOOL", None, 5],
+     "no_such_module_xyz:fn", "rewards.examples:DEFAULT_KEYWORDS", "tasks.fund_assistant.rewards:MARKET_TOOL",
+     None, 5],
 )
 def test_unknown_names_raise_listing_known_names(bad):
     with pytest.raises(RewardNotFoundError) as err:

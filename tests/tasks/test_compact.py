@@ -29,7 +29,8 @@ def test_compact_keeps_every_action_and_names_it_in_the_thought(train):
         assert short["action"] == full["action"]
         assert short["thought"].split()[-1] == full["action"]["tool"]
         assert short["plan"][0] == full["action"]["tool"]
-        assert {k: v for k, v in new.items() if k != "solution"} == {k: v for k, v in old.items() if k != "solution"}
+        assert ({k: v for k, v in new.items() if k != "solution"}
+                == {k: v for k, v in old.items() if k != "solution"})
 
 
 def test_multistep_plan_is_the_remaining_route(train):

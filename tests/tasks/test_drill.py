@@ -20,7 +20,8 @@ def test_drill_targets_are_the_parameters_of_the_correct_calls():
     task = _task()
     drill = task.episode_drill(300)
     assert 200 < len(drill) < 300  # requests whose calls take no parameters are left out
-    assert DRILL_SYSTEM != AGENT_SYSTEM and all(m[0] == {"role": "system", "content": DRILL_SYSTEM} for m, _ in drill)
+    assert DRILL_SYSTEM != AGENT_SYSTEM and all(m[0] == {"role": "system", "content": DRILL_SYSTEM}
+                                                for m, _ in drill)
     objects = [json.loads(part) for _, t in drill for part in t.replace("} {", "}\n{").splitlines()]
     assert all(o and isinstance(o, dict) for o in objects)
     # a drilled object is byte for byte the params a call writes
@@ -53,7 +54,8 @@ def test_the_drill_follows_the_episode_kinds():
 
 def test_an_entity_is_named_only_as_a_request_writes_it():
     assert named_in("先看下余额，够的话取 5万元 到银行卡", "amount", 50000)
-    assert named_in("if it covers 50k, send it", "amount", 50000) and named_in("move $12,000", "amount", 12000)
+    assert (named_in("if it covers 50k, send it", "amount", 50000)
+            and named_in("move $12,000", "amount", 12000))
     assert named_in("卖 500 股", "quantity", 500) and named_in("转 2 千 给", "amount", 2000)
     assert not named_in("取 5000 元", "amount", 500) and not named_in("取 500 元", "amount", 5000)
     assert not named_in("sell whatever is up over 15%", "ticker", "AMZN")
@@ -69,7 +71,8 @@ def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, mon
     cfg = load_config("tiny-cpu-agent")
     task = load_task(cfg.task)
     monkeypatch.setattr(task, "episode_drill", lambda n: [])
-    with pytest.raises(ValueError, match="train.warmup.drill: task 'fund_assistant' gave no drill rows out of 5000"):
+    with pytest.raises(ValueError,
+                       match="train.warmup.drill: task 'fund_assistant' gave no drill rows out of 5000"):
         run_warmup(cfg, task, None, tiny_tokenizer, [], ("base", "tok", "out"))
 
 
@@ -81,5 +84,6 @@ def test_drill_rows_are_rendered_as_an_episode_prompt_and_learned_whole(tiny_tok
     task = _task()
     (prompt, target, mask), = drill_examples(task, tok, 1)
     (messages, text), = task.episode_drill(1)
-    assert prompt == first_prompt_ids(tok, messages) and target[-1] == tok.eos_token_id and mask == [1] * len(target)
+    assert (prompt == first_prompt_ids(tok, messages) and target[-1] == tok.eos_token_id
+            and mask == [1] * len(target))
     assert tok.decode(target[:-1]) == text

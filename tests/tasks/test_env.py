@@ -74,8 +74,8 @@ def test_the_expected_trajectory_succeeds_on_every_row():
         assert ep.score["success"] == 1.0 and ep.score["total"] == pytest.approx(1.0), (row["kind"], ep.score)
         assert ep.score["tool_errors"] == 0 and not ep.truncated
         # user, then assistant / tool turns alternating, the final answer last
-        assert [m["role"] for m in ep.messages[1:]] == ["user"] + ["assistant", "tool"] * len(row["expected"]) + [
-            "assistant"]
+        assert ([m["role"] for m in ep.messages[1:]]
+                == ["user"] + ["assistant", "tool"] * len(row["expected"]) + ["assistant"])
 
 
 def test_tools_really_run_against_the_account():
@@ -105,12 +105,14 @@ def test_a_backends_errors_come_back_as_observations():
         result = env.step(text)
         assert result.info["error"] and not result.done and mentioned in result.observation, (text, result)
     score = env.score()
-    assert score["tool_errors"] == 4 and score["format"] == pytest.approx(4 / 5)  # the call with bad JSON never ran
+    # the call with bad JSON never ran
+    assert score["tool_errors"] == 4 and score["format"] == pytest.approx(4 / 5)
 
 
 def test_acting_against_the_balance_fails_the_refusal():
     row = _first("balance_refusal")
-    tool = "withdraw_funds" if "提现" in row["request"] or "withdraw" in row["request"].lower() else "transfer_funds"
+    tool = ("withdraw_funds" if "提现" in row["request"] or "withdraw" in row["request"].lower()
+            else "transfer_funds")
     reckless = [_turn(tool, {"amount": 1}), _answer("done")]
     ep = run_episode(FundAccountEnv(), row, scripted(reckless))
     assert ep.score["success"] == 0.0 and ep.score["state"] == 0.0 and ep.score["tools"] == 0.0

@@ -264,7 +264,8 @@ def test_multistep_labels_follow_the_simulated_account(rows):
             winners = [
                 t
                 for t, p in re.findall(
-                    r"(?:买入|bought \d+) (\S+)(?: \d+ 股)? @[\d.]+[，,] ?(?:现价|now) [\d.]+ \(([+-][\d.]+)%\)",
+                    r"(?:买入|bought \d+) (\S+)(?: \d+ 股)? @[\d.]+[，,] ?"
+                    r"(?:现价|now) [\d.]+ \(([+-][\d.]+)%\)",
                     obs,
                 )
                 if float(p) > pct

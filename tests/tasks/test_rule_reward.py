@@ -13,7 +13,8 @@ from tasks.fund_assistant.rewards import (
     rule_reward_breakdown,
 )
 
-FULL = {"thought": "用户要查余额", "action": {"tool": "check_balance", "params": {}}, "plan": ["check balance"]}
+FULL = {"thought": "用户要查余额", "action": {"tool": "check_balance", "params": {}},
+        "plan": ["check balance"]}
 
 
 def score(obj, prompt="查一下我的余额", **columns):

@@ -41,7 +41,8 @@ def test_the_flawed_trajectory_skips_the_balance_check_only_where_the_balance_de
             assert tools == [row["guarded"]["tool"], FINAL_TOOL]  # acted at once, no check_balance
         else:
             assert turns == trajectory(row)
-    assert success.pop("balance_refusal") == success.pop("balance_transfer") == success.pop("balance_withdraw") == {0.0}
+    assert (success.pop("balance_refusal") == success.pop("balance_transfer")
+            == success.pop("balance_withdraw") == {0.0})
     assert all(v == {1.0} for v in success.values()) and len(success) >= 5
 
 
@@ -96,7 +97,8 @@ def test_the_unsettled_withdraw_flaw_withdraws_only_where_the_sale_had_not_settl
     assert unsettled and len(unsettled) < len(settle)
     for row in settle:
         ep = _play(row, trajectory(row, "unsettled_withdraw"))
-        assert _tools(trajectory(row, "unsettled_withdraw")) == ["get_transaction_history", "withdraw_funds", FINAL_TOOL]
+        assert (_tools(trajectory(row, "unsettled_withdraw"))
+                == ["get_transaction_history", "withdraw_funds", FINAL_TOOL])
         assert ep.score["success"] == (0.0 if row in unsettled else 1.0), ep.messages
         assert ep.score["format"] == 1.0
     for row in ROWS:  # no other kind changes
@@ -118,7 +120,8 @@ def test_the_no_market_check_flaw_orders_at_once_and_fails_every_market_request(
 
 
 def test_flaws_combine_and_each_rate_draws_its_own_rows():
-    options = {"n_episodes": 400, "episode_flaw": ["no_balance_check", "no_market_check"], "episode_flaw_rate": 0.5}
+    options = {"n_episodes": 400, "episode_flaw": ["no_balance_check", "no_market_check"],
+               "episode_flaw_rate": 0.5}
     task = load_task(TaskConfig(options=options))
     rows = task.episode_rows()[0]
     for flaw in ("no_balance_check", "no_market_check"):
