@@ -181,8 +181,9 @@ def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, stra
     assert [(e["kind"], e["role"]) for e in done[:3]] == [
         ("learner", "learner"), ("recovery", "learner"), ("coordinator", "coordinator"),
     ], format_log(chaos.log)
-    # Each kill is a fault the run survived, summed per role at its end (with the time each took).
+    # Each kill is a fault the run survived, summed per role at its end (with the time each took); a
+    # kill made during a recovery is part of that recovery (the replacement is started again).
     summary = fault_summary(run.events())
-    assert sum(f.faults for f in summary if f.role != "resumed") >= len(done), summary
+    assert sum(f.faults for f in summary if f.role != "resumed") >= sum(e["kind"] != "recovery" for e in done)
     assert {"learner", "coordinator"} <= {f.role for f in summary if f.seconds > 0}, summary
     assert format_faults(summary) in run.output()
