@@ -57,10 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     from cluster.runtime import apply_role_env
 
     apply_role_env()
-    from actors.generation import evaluate, generate
+    from actors.generation import Generation
     from actors.rollout_worker import RolloutWorker
-    from cluster.actor_group import ActorGroup
-    from cluster.backend import LocalBackend
+    from actors.workloads import workload_for
     from contracts.lora import load_peft_adapter
     from models.tiny import resolve_model
     from observe.tables import format_eval_tables
@@ -71,33 +70,27 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    mc, agent = cfg.model, cfg.env.enabled
-    paths = resolve_model(mc, *task.tokenizer_text(episodes=agent))  # the run's own tokenizer
+    mc, work = cfg.model, workload_for(cfg, task)
+    paths = resolve_model(mc, *task.tokenizer_text(episodes=work.episodes))  # the run's own tokenizer
     base = args.base or _adapter_base(args.adapter) or str(paths.model_dir)
-    held = task.episode_rows()[1] if agent else task.rows()[1]
+    held = work.rows()[1]
     rows = task.load_rows(args.data) if args.data else held
     rows = rows[: args.limit] if args.limit else rows
     rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny"
                                              else cfg.rollout.serve_mode})
-    workers = ActorGroup(RolloutWorker, 1, name="rollout", backend=LocalBackend(), args_for=lambda i: (
-        (base, str(paths.tokenizer_dir), rollout, mc.lora), {"dtype": mc.dtype}))
-    worker = workers.actors[0]
+    worker = RolloutWorker(base, str(paths.tokenizer_dir), rollout, mc.lora, dtype=mc.dtype)
     if args.adapter:
         worker.load_adapter(load_peft_adapter(args.adapter, version=1))
-    if agent:  # greedy held-out episodes, as a training run's before/after eval plays them
-        from actors.agent_loop import EPISODE_EVAL_KEYS, episode_eval
 
-        samples = worker.play_episodes(rows, task=cfg.task, max_turns=cfg.env.max_turns, seed=0,
-                                       temperature=cfg.rollout.eval_temperature,
-                                       max_context=cfg.env.max_context)
-        table, keys = episode_eval(rows, samples, task.group_column), EPISODE_EVAL_KEYS
-    else:
-        table = evaluate(task, lambda prompts, **s: generate(workers, prompts, **s), worker.tokenizer, rows,
-                         0.0)
-        keys = task.eval_keys
+    def sample(items: list, **sampling) -> Generation:  # the one worker, as a run's roles call theirs
+        return Generation.of([getattr(worker, work.method)(items, **work.sampling(), **sampling)])
+
+    # The held-out eval a training run makes before and after RL: one answer (or episode) per row.
+    table = work.eval_table(sample, worker.tokenizer, rows, cfg.rollout.eval_temperature, "eval")
+    keys = work.eval_keys
     label = "adapter" if args.adapter else "base"
     print(format_eval_tables({label: table}, keys))
-    print(f"\n{len(rows)} held-out {'episodes' if agent else 'rows'}; model {base}"
+    print(f"\n{len(rows)} held-out {'episodes' if work.episodes else 'rows'}; model {base}"
           + (f" + adapter {args.adapter}" if args.adapter else ""))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(table, indent=2, ensure_ascii=False) + "\n")

@@ -123,7 +123,6 @@ def _run(cfg, plan, resume_hint: str) -> int:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from actors.agent_coordinator import AgentCoordinator
     from actors.checkpoints import CheckpointStore
     from actors.coordinator import Coordinator
     from actors.errors import RunStopped, describe
@@ -143,7 +142,7 @@ def _run(cfg, plan, resume_hint: str) -> int:
     stop = StopSignals()
     # The coordinator writes the run directory: keep it on this (the driver's) node.
     here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-    cls = ray.remote(AgentCoordinator if cfg.env.enabled else Coordinator)
+    cls = ray.remote(Coordinator)
 
     def coordinator(restarts: int):  # a restarted one gets a new name: the old one's may not be free yet
         coords.append(cls.options(

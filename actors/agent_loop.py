@@ -2,9 +2,10 @@
 
 Per turn, every live episode's token sequence goes to the engine in one batch; each episode keeps the
 ids its policy sampled exactly as sampled, hands the decoded text to its environment, and appends the
-observation as ids rendered once from the chat template. An episode's sample is then one sequence:
-the first messages (`prompt_ids`), then policy turns and observations (`completion_ids`), with a loss
-mask (1 on the policy's own tokens) and the engine's logprobs of those tokens (0.0 elsewhere).
+observation as ids rendered once from the chat template. An episode is then one `Sample`, the type a
+single-turn completion has: the first messages (`prompt_ids`), then policy turns and observations
+(`token_ids`), with a loss mask (1 on the policy's own tokens), the engine's logprobs of those tokens
+(0.0 elsewhere), and the conversation, turn records and trajectory score as its `Episode`.
 
 Why not re-render the conversation each turn: tokenizing the whole history again can merge the
 sampled tokens differently at a turn boundary, and the learner would then train on tokens the sampler
@@ -19,9 +20,11 @@ the rollout worker passes its vLLM engine.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from actors.offsets import token_char_offsets
+from contracts.types import Episode, Sample
 from tasks.env import OBSERVATION_ROLE, Environment
 
 Generate = Callable[[list[list[int]]], list[tuple[list[int], list[float]]]]
@@ -67,24 +70,6 @@ def encode_exact(tokenizer: Any, text: str) -> list[int]:
     return ids
 
 
-@dataclass
-class EpisodeSample:
-    """One finished episode as a training sample (see the module docstring)."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int] = field(default_factory=list)
-    loss_mask: list[int] = field(default_factory=list)
-    logprobs: list[float] = field(default_factory=list)
-    messages: list[dict[str, str]] = field(default_factory=list)
-    turns: list[dict[str, Any]] = field(default_factory=list)
-    truncated: bool = False
-    score: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def observation_tokens(self) -> int:
-        return len(self.loss_mask) - sum(self.loss_mask)
-
-
 def first_prompt_ids(tokenizer: Any, messages: list[dict]) -> list[int]:
     """An episode's first messages as ids, tokenized as the single-turn prompts are: the rendered text,
     once (later turns are appended as ids, never re-tokenized)."""
@@ -93,56 +78,66 @@ def first_prompt_ids(tokenizer: Any, messages: list[dict]) -> list[int]:
 
 
 class _Live:
-    def __init__(self, env: Environment, row: dict, tokenizer: Any) -> None:
+    def __init__(self, env: Environment, row: dict, tokenizer: Any, version: int) -> None:
         self.env = env
         messages = list(env.reset(row))
-        self.sample = EpisodeSample(prompt_ids=first_prompt_ids(tokenizer, messages), messages=messages)
+        self.sample = Sample(first_prompt_ids(tokenizer, messages), [], [], "", "stop", version, loss_mask=[],
+                             episode=Episode(messages=messages))
         self.done = False
 
     def sequence(self) -> list[int]:
-        return self.sample.prompt_ids + self.sample.completion_ids
+        return self.sample.prompt_ids + self.sample.token_ids
 
     def add(self, ids: list[int], logprobs: list[float] | None) -> None:
         s = self.sample
-        s.completion_ids += ids
+        s.token_ids += ids
         s.loss_mask += [1 if logprobs is not None else 0] * len(ids)
         s.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
 
+    def end(self, truncated: bool) -> None:
+        self.done = True
+        self.sample.finish_reason = "length" if truncated else "stop"
+
 
 def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any,
-                 generate: Generate,
-                 max_context: int) -> list[EpisodeSample]:
+                 generate: Generate, max_context: int, version: int = 0,
+                 offsets: bool = False) -> list[Sample]:
     """Play one episode per row, all in flight together; an episode ends when its environment says
     so, after its `max_turns`, or when its next turn would not fit in `max_context` tokens
-    (truncated)."""
+    (truncated). `version`: the policy that plays; `offsets`: each token's character span in the
+    sample's text too (DART weights per turn)."""
     wrap = Wrapper.of(tokenizer)
     eos = tokenizer.eos_token_id
-    live = [_Live(make_env(), row, tokenizer) for row in rows]
+    live = [_Live(make_env(), row, tokenizer, version) for row in rows]
     while active := [e for e in live if not e.done]:
         for e, (ids, logprobs) in zip(active, generate([e.sequence() for e in active]), strict=True):
             e.add(list(ids), list(logprobs))
             text = tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=False)
-            e.sample.messages.append({"role": "assistant", "content": text})
+            episode = e.sample.episode
+            episode.messages.append({"role": "assistant", "content": text})
             result = e.env.step(text)
-            e.sample.turns.append(result.info)
-            if result.done or len(e.sample.turns) >= e.env.max_turns:
-                e.done, e.sample.truncated = True, not result.done
+            episode.turns.append(result.info)
+            if result.done or len(episode.turns) >= e.env.max_turns:
+                e.end(truncated=not result.done)
                 continue
             observation = result.observation or ""
             close = wrap.close
             if ids and ids[-1] == eos and close.startswith(tokenizer.eos_token):
                 close = close[len(tokenizer.eos_token):]  # the policy sampled the end-of-turn token itself
             e.add(encode_exact(tokenizer, close + wrap.before + observation + wrap.after), None)
-            e.sample.messages.append({"role": OBSERVATION_ROLE, "content": observation})
+            episode.messages.append({"role": OBSERVATION_ROLE, "content": observation})
             if len(e.sequence()) >= max_context:
-                e.done, e.sample.truncated = True, True
+                e.end(truncated=True)
     for e in live:
-        e.sample.score = e.env.score()
+        s = e.sample
+        s.episode.score = e.env.score()
+        s.text = tokenizer.decode(s.token_ids, skip_special_tokens=True)
+        s.offsets = token_char_offsets(tokenizer, s.token_ids) if offsets else None
     return [e.sample for e in live]
 
 
 def scripted_samples(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any,
-                     scripts: Sequence[Sequence[str]], max_context: int) -> list[EpisodeSample]:
+                     scripts: Sequence[Sequence[str]], max_context: int) -> list[Sample]:
     """Episodes of `rows` played by a script (one list of assistant texts per row) against the real
     environment: the warm-up's token sequences and loss masks, built exactly as `run_episodes` builds
     the policy's own (each scripted turn ends with the end-of-turn token, as a sampled one does)."""
@@ -158,13 +153,14 @@ def scripted_samples(rows: Sequence[dict], make_env: Callable[[], Environment], 
     return out
 
 
-def check_transcript(tokenizer: Any, sample: EpisodeSample) -> None:
+def check_transcript(tokenizer: Any, sample: Sample) -> None:
     """Raise TemplateDriftError unless the sample's ids decode to the chat template's rendering of its
     messages (up to the end of the last turn's closing text): what the learner trains on is the
     conversation the environment saw."""
-    got = tokenizer.decode(sample.prompt_ids + sample.completion_ids, skip_special_tokens=False)
-    ends_on_observation = sample.messages[-1]["role"] == OBSERVATION_ROLE
-    want = tokenizer.apply_chat_template(sample.messages, tokenize=False,
+    got = tokenizer.decode(sample.prompt_ids + sample.token_ids, skip_special_tokens=False)
+    messages = sample.episode.messages
+    ends_on_observation = messages[-1]["role"] == OBSERVATION_ROLE
+    want = tokenizer.apply_chat_template(messages, tokenize=False,
                                          add_generation_prompt=ends_on_observation)
     rest = want[len(got):] if want.startswith(got) else None
     if rest is None or not Wrapper.of(tokenizer).close.endswith(rest):
@@ -172,19 +168,20 @@ def check_transcript(tokenizer: Any, sample: EpisodeSample) -> None:
                                  f"renders:\nids:      {got[-200:]!r}\ntemplate: {want[-200:]!r}")
 
 
-def episode_metrics(samples: Sequence[EpisodeSample]) -> dict[str, float]:
+def episode_metrics(samples: Sequence[Sample]) -> dict[str, float]:
     """Per-step statistics of a batch of episodes: turns, tool calls and their error rate, success,
     truncation and the share of completion tokens that are observations (not trained on)."""
     n = max(1, len(samples))
-    calls = sum(s.score.get("tool_calls", 0.0) for s in samples)
-    tokens = sum(len(s.loss_mask) for s in samples)
+    scores = [s.episode.score for s in samples]
+    calls = sum(sc.get("tool_calls", 0.0) for sc in scores)
+    tokens = sum(len(s.token_ids) for s in samples)
     return {
-        "episode_turns_mean": sum(len(s.turns) for s in samples) / n,
+        "episode_turns_mean": sum(len(s.episode.turns) for s in samples) / n,
         "tool_calls_per_episode": calls / n,
-        "tool_error_rate": sum(s.score.get("tool_errors", 0.0) for s in samples) / max(1.0, calls),
-        "success_rate": sum(s.score.get("success", 0.0) for s in samples) / n,
+        "tool_error_rate": sum(sc.get("tool_errors", 0.0) for sc in scores) / max(1.0, calls),
+        "success_rate": sum(sc.get("success", 0.0) for sc in scores) / n,
         "frac_truncated_episodes": sum(s.truncated for s in samples) / n,
-        "obs_token_frac": sum(s.observation_tokens for s in samples) / max(1, tokens),
+        "obs_token_frac": sum(len(s.token_ids) - s.policy_tokens for s in samples) / max(1, tokens),
     }
 
 
@@ -195,15 +192,15 @@ and its parts (the environment's `score()`), turns, tool errors, truncation."""
 _PARTS = ("tools", "params", "state", "outcome")
 
 
-def episode_eval(rows: Sequence[dict], samples: Sequence[EpisodeSample],
+def episode_eval(rows: Sequence[dict], samples: Sequence[Sample],
                  group_column: str = "category") -> dict:
     """The eval table of greedy episodes: success rate, mean reward and score parts, mean turns, tool
     error rate, truncation and the success rate per `group_column` value (rates in [0, 1], `n`)."""
     m = episode_metrics(samples)
-    mean = lambda key: sum(s.score.get(key, 0.0) for s in samples) / max(1, len(samples))  # noqa: E731
+    mean = lambda key: sum(s.episode.score.get(key, 0.0) for s in samples) / max(1, len(samples))  # noqa: E731
     groups: dict[str, list[float]] = {}
     for row, s in zip(rows, samples, strict=True):
-        groups.setdefault(str(row.get(group_column)), []).append(s.score.get("success", 0.0))
+        groups.setdefault(str(row.get(group_column)), []).append(s.episode.score.get("success", 0.0))
     return {"success_rate": m["success_rate"], "reward_mean": mean("total"), **{k: mean(k) for k in _PARTS},
             "turns_mean": m["episode_turns_mean"],
             "tool_error_rate": m["tool_error_rate"], "truncated": m["frac_truncated_episodes"],

@@ -1,8 +1,12 @@
 """Coordinator: owns the step loop, the prompt stream, the NGRPO switch, metrics and checkpoints.
 
-One step: draw prompts → RolloutWorkers.generate → RewardPool.score → `algo.step.algo_step` (zero-std
-statistics, NGRPO switch, advantages, token weights) → Learner.train_step → push the LoRA weights to
-every worker (one object reference, verified by fingerprint and probe) → record the metrics row.
+One step, the same for single-turn completions and agent episodes: the pipeline's batch (drawn rows,
+sampled by the RolloutWorkers) → the workload scores it (the reward pool; the environment's trajectory
+score) → `algo.step.algo_step` (zero-std statistics, NGRPO switch, advantages, token weights) →
+Learner.train_step → push the LoRA weights to every worker (one object reference, verified by
+fingerprint and probe) → record the metrics row. What differs between completions and episodes is the
+workload's (`actors.workloads`); where the batch comes from, synchronous or one-step-off, the
+pipeline's (`actors.pipeline`).
 
 A run checkpoints at its start and every `train.checkpoint_every` steps (`actors.checkpoints`), and can
 go back to its newest checkpoint: on resume (a new process), or when the learner group fails (it is
@@ -24,15 +28,17 @@ import torch
 
 from actors.checkpoints import CheckpointStore
 from actors.data_stream import PromptStream
-from actors.errors import PushError, RoleFailure, root_cause
+from actors.errors import RoleFailure, root_cause
 from actors.generation import Generation
+from actors.pipeline import Pipeline
 from actors.restarts import RestartBudget
 from actors.reward_pool import RewardActor
 from actors.roles import Roles
 from actors.rollout_worker import RolloutWorker
 from actors.run_state import RunState
-from actors.setup_steps import difficulty_keep, probe_sequence, run_warmup
+from actors.setup_steps import difficulty_keep, run_warmup
 from actors.step_data import judge_matrix, rollout_stats, train_batch
+from actors.workloads import workload_for
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
@@ -40,7 +46,7 @@ from cluster.actor_group import PlacementTimeout
 from cluster.backend import Backend, RayBackend
 from cluster.runtime import redacted, role_env
 from configs.root import Config
-from contracts.types import ScoreRequest, ScoreResult
+from contracts.types import ScoreResult
 from learner.learner import Learner
 from models.tiny import resolve_model
 from observe.ray_metrics import RayMetrics
@@ -53,32 +59,31 @@ ROLES = {"rollout": RolloutWorker, "learner": Learner, "reward": RewardActor}
 
 
 class Coordinator(RunState):
-    reward_pool = True  # score samples with the reward actors (an agent run's environment scores its own)
-
     def __init__(self, cfg: Config, run_dir: str, backend: Backend | None = None,
                  roles: dict[str, type] | None = None) -> None:
         self.cfg, self.backend = cfg, backend or RayBackend()
         self.classes = {**ROLES, **(roles or {})}
         self.task = load_task(cfg.task)
+        self.work = workload_for(cfg, self.task)  # completions or agent episodes
         config = redacted(cfg.model_dump(mode="json"))
         self.run = RunLog(run_dir, trackers=open_trackers(cfg.tracking, run_dir, config))
         self.run.write_json("config.json", config)
         self.store = CheckpointStore(run_dir, cfg.train.keep_checkpoints)
-        self.eval_keys = self.task.eval_keys  # the eval table's scalar rows
+        self.eval_keys = self.work.eval_keys  # the eval table's scalar rows
         self.switch = NGRPOSwitch.from_config(cfg.algorithm.ngrpo)
         self.version = self.step = 0
         self.restarts = 0  # replaced roles in this process (never rolled back)
         self.budget = RestartBudget(cfg.train.max_restarts, cfg.train.restart_window)
         self.skipped_in_a_row = 0  # updates skipped for a non-finite loss or gradient
         self.kept_rows: list[int] | None = None  # training rows the difficulty filter kept
-        self._next: tuple[list[dict], Generation] | None = None  # the one-step-off pipeline's next batch
-        self._next_seconds = 0.0
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
         # Ray's metrics API (dashboard / Prometheus) exists only on the Ray backend.
         self.ray_metrics = RayMetrics(Path(run_dir).name) if self.backend.name == "ray" else None
         self.roles = Roles(cfg, self.backend, self.classes, role_env(cfg.cluster.env_vars),
                            f"{Path(run_dir).name}/", self.recovering)
+        self.pipeline = Pipeline(cfg.train.max_staleness, cfg.train.steps, lambda: self.stream.next_rows(),
+                                 self._launch, lambda pending: self.roles.finish(pending))
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
         return f"Coordinator({self.run.dir.name})"
@@ -91,8 +96,8 @@ class Coordinator(RunState):
         left = self.store.clean_leftovers()  # checkpoints a crash left half-written
         if left:
             self.run.event("checkpoint_leftovers_removed", paths=[p.name for p in left])
-        self.train_rows, self.eval_rows = self._rows()
-        paths = resolve_model(self.cfg.model, *self.task.tokenizer_text(episodes=self.cfg.env.enabled))
+        self.train_rows, self.eval_rows = self.work.rows()
+        paths = resolve_model(self.cfg.model, *self.task.tokenizer_text(episodes=self.work.episodes))
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)
         from transformers import AutoTokenizer
 
@@ -103,10 +108,9 @@ class Coordinator(RunState):
                 self.base_model_dir = str(warm)  # the run's own warm-up: part of what is resumed
             else:
                 self.info.update(self._warmup())
-        judge = self.task.judge if self.reward_pool else None  # hooks below: what an agent run changes
-        self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, judge))
+        self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.work.judge))
         self.run.event("placement", **self.info["placement"])
-        self.roles.set_probe(*self._probe())
+        self.roles.set_probe(*self.work.probe(self.tokenizer, self.eval_rows or self.train_rows))
         self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed,
                                    self.task.group_column)
         if resume:
@@ -121,23 +125,19 @@ class Coordinator(RunState):
         self.run.event("setup", **{k: v for k, v in self.info.items() if not isinstance(v, dict)})
         return self.info
 
-    def _rows(self) -> tuple[list[dict], list[dict]]:
-        return self.task.rows()
-
-    def _probe(self) -> tuple[list[int], list[int]]:
-        return probe_sequence(self.task, self.tokenizer, self.eval_rows or self.train_rows)
-
     def _warmup(self) -> dict:
         out = str(self.run.dir / "warmup_model")
-        stats = run_warmup(self.cfg, self.task, self.backend, self.tokenizer, self.train_rows,
+        targets, examples, drill = self.work.warmup_examples(self.tokenizer, self.train_rows)
+        groups = [r[self.task.group_column] for r in targets]
+        stats = run_warmup(self.cfg, self.backend, examples, groups, drill,
                            (self.base_model_dir, self.tokenizer_dir, out))
         self.base_model_dir = out
         self.run.event("warmup", **stats)
         return stats
 
     def _filter_by_difficulty(self) -> dict:
-        """Sample every training prompt with the current policy; keep the easy/medium/hard mix."""
-        keep = difficulty_keep(self.cfg, self.task, self.train_rows, self._generate, self._score)
+        """Sample every training row with the current policy; keep the easy/medium/hard mix."""
+        keep = difficulty_keep(self.cfg, self.train_rows, self._judged)
         stats = {"difficulty_kept": len(keep), "difficulty_from": len(self.train_rows)}
         self._keep_rows(keep)
         self.run.event("difficulty_filter", **stats)
@@ -168,26 +168,19 @@ class Coordinator(RunState):
         times, t0 = {}, time.perf_counter()
         self._before_step, self._learned = self.state_dict(), False  # what a final checkpoint can hold
         self.step += 1
-        if self._next is None:  # synchronous, or the first step of the pipeline
-            rows = self.stream.next_rows()
-            with timed(times, "generate"):
-                gen = self.roles.finish(self._launch(rows, self.step))
-        else:  # generated during the previous step's update, by the policy before it (lag 1)
-            (rows, gen), times["generate"] = self._next, self._next_seconds
-            self._next = None
-        self._check_versions(gen)
+        batch = self.pipeline.take(self.step)  # sampled now, or during the previous update (one-step-off)
+        times["generate"] = batch.seconds
+        self.pipeline.check(batch.gen, self.version)
         with timed(times, "reward"):
-            scored = self._score(rows, gen.groups)
-        correct = judge_matrix(scored, len(rows), self.task.correct_key)
-        stats = self._batch_stats(rows, gen, scored, correct)
-        out = self._algo(gen, scored)
-        ahead = self._launch_next()  # one-step-off: the workers sample the next batch during the update
+            scored = self._score(batch.rows, batch.gen)
+        correct = judge_matrix(scored, len(batch.rows), self.work.correct_key)
+        stats = self._batch_stats(batch.rows, batch.gen, scored, correct)
+        out = self._algo(batch.gen, scored)
+        self.pipeline.start_next(self.step)  # one-step-off: the next batch is sampled during the update
         with timed(times, "learn"):  # nothing to learn when every reward of the step failed
-            learn = self.roles.learn(train_batch(gen, out, self.version)) if out.valid_samples else None
+            learn = self.roles.learn(train_batch(batch.gen, out, self.version)) if out.valid_samples else None
             self._learned = True
-        if ahead is not None:  # the next batch is complete before any push: pushes land between batches
-            self._next = (ahead[0], self.roles.finish(ahead[1]))
-            self._next_seconds = time.perf_counter() - ahead[2]
+        self.pipeline.land()  # the next batch is complete before any push: pushes land between batches
         with timed(times, "sync"):
             sync = self._push(learn)
         times["step"] = time.perf_counter() - t0
@@ -197,35 +190,23 @@ class Coordinator(RunState):
         return self._record(row)
 
     def _launch(self, rows: list[dict], step: int):
-        """Start the generation of step `step`'s batch; its sampling seed is a function of the step."""
+        """Start sampling step `step`'s batch; its sampling seed is a function of the step."""
         c = self.cfg
-        prompts = [self.task.render_prompt(self.tokenizer, r) for r in rows]
-        return self.roles.launch(prompts, seed=c.train.seed * 100_003 + step, offsets=c.algorithm.loss.dart)
+        return self.roles.launch(self.work.items(self.tokenizer, rows), self.work.method,
+                                 **self.work.sampling(), seed=c.train.seed * 100_003 + step,
+                                 offsets=c.algorithm.loss.dart)
 
-    def _launch_next(self) -> tuple | None:
-        """With train.max_staleness 1: draw and launch the next step's batch now, before the update."""
-        if not self.cfg.train.max_staleness or self.step >= self.cfg.train.steps:
-            return None
-        rows = self.stream.next_rows()
-        return rows, self._launch(rows, self.step + 1), time.perf_counter()
+    def _sample(self, items: list, **sampling: Any) -> Generation:
+        """Samples of `items` outside the step (eval, difficulty filter), split over the workers."""
+        return self.roles.sample(items, self.work.method, **self.work.sampling(), **sampling)
 
-    def _generate(self, rows: list[dict], **sampling: Any) -> Generation:
-        return self.roles.generate([self.task.render_prompt(self.tokenizer, r) for r in rows], **sampling)
+    def _judged(self, rows: list[dict], n: int) -> list[list[float]]:
+        """The judge's verdict on each of n samples per row under the served policy."""
+        scored = self._score(rows, self._sample(self.work.items(self.tokenizer, rows), n=n))
+        return judge_matrix(scored, len(rows), self.work.correct_key)
 
-    def _check_versions(self, gen: Generation) -> None:
-        """The run never trains on samples older than train.max_staleness policy versions."""
-        for worker, v in enumerate(gen.versions):
-            if not 0 <= self.version - v <= self.cfg.train.max_staleness:
-                raise PushError(f"worker {worker} generated with version {v}; the learner is at "
-                                f"{self.version} and train.max_staleness is {self.cfg.train.max_staleness}")
-
-    def _score(self, rows: list[dict], groups: list[list]) -> ScoreResult:
-        flat_rows = [row for row, g in zip(rows, groups) for _ in g]
-        scored = self.roles.pool.score(ScoreRequest(
-            prompts=[row["prompt"] for row in flat_rows],
-            completions=[comp.text for g in groups for comp in g],
-            columns=self.task.columns(flat_rows),
-        ))
+    def _score(self, rows: list[dict], gen: Generation) -> ScoreResult:
+        scored = self.work.score(self.roles.pool, rows, gen)
         for line in scored.failure_log:  # each failed completion keeps its one-line record
             self.run.event("reward_failure", step=self.step, detail=line)
         if scored.failure_log:  # and the log gets one line a step, however many failed
@@ -240,22 +221,20 @@ class Coordinator(RunState):
             by_value = accuracy_by([r[self.cfg.train.adaptive_by] for r in rows], correct)
             stats.update({f"sampling_weight/{k}": v for k, v in self.stream.observe(by_value).items()})
         stats.update(breakdown_means(scored.breakdowns))
+        stats.update(self.work.stats(gen.samples))
         return stats
 
     def _algo(self, gen: Generation, scored: ScoreResult) -> StepResult:
-        comps = [c for g in gen.groups for c in g]
+        """`algo_step` on the (G, n) reward matrix; a switch of NGRPO is an event (and a Ray metric)."""
+        samples = gen.samples
         rewards = torch.tensor(scored.rewards, dtype=torch.float64).view(len(gen.groups), -1)  # (G, n)
         valid = None
         if any(scored.failed):
             valid = torch.tensor([not f for f in scored.failed]).view_as(rewards)
-        return self._advantages(rewards, valid=valid,
-                                lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
-                                max_len=self.cfg.rollout.max_tokens, texts=[c.text for c in comps],
-                                offsets=[c.offsets for c in comps])
-
-    def _advantages(self, rewards: torch.Tensor, **inputs: Any) -> StepResult:
-        """`algo_step` on a (G, n) reward matrix; a switch of NGRPO is an event (and a Ray metric)."""
-        out = algo_step(rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm, **inputs)
+        out = algo_step(rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm, valid=valid,
+                        lengths=[[s.policy_tokens for s in g] for g in gen.groups], max_len=self.work.max_len,
+                        texts=[s.text for s in samples], offsets=[s.offsets for s in samples],
+                        masks=[s.loss_mask for s in samples])
         if out.event is not None:
             ev = out.event
             self.run.event("ngrpo_switch", step=ev.step, active=ev.active, window_value=ev.window_value)
@@ -312,10 +291,8 @@ class Coordinator(RunState):
         return table
 
     def _eval_table(self, tag: str, rows: list[dict]) -> dict:
-        from actors.generation import evaluate
-
-        return evaluate(self.task, self.roles.generate, self.tokenizer, rows,
-                        self.cfg.rollout.eval_temperature)
+        return self.work.eval_table(self._sample, self.tokenizer, rows, self.cfg.rollout.eval_temperature,
+                                    tag, self.run.write_text)
 
     def finish(self) -> dict:
         """Final checkpoint and adapter, switch events and eval tables; returns a summary."""

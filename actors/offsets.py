@@ -46,7 +46,7 @@ def _token_bytes(tokenizer: Any, ids: list[int]) -> list[bytes]:
     table = _unicode_to_byte()
     out = []
     for tid, piece in zip(ids, tokenizer.convert_ids_to_tokens(ids)):
-        if tid in special:
+        if tid in special or (tid in added and added[tid].special):  # (a chat template's <|im_start|>)
             out.append(b"")
         elif tid in added:
             out.append(added[tid].content.encode("utf-8"))

@@ -15,9 +15,10 @@ assistant's rewards have one) is called through it once: its `total` is the rewa
 the metrics. The task's judge (the reward that says whether a sample is right) is always scored, for
 metrics only, when the config does not already use it.
 
->>> from cluster.actor_group import ActorGroup
 >>> from cluster.backend import LocalBackend
->>> pool = RewardPool.start([("gt", 1.0)], LocalBackend(), num_actors=2, timeout_s=30)
+>>> group = ActorGroup(RewardActor, 2, name="reward", backend=LocalBackend(),
+...                    args_for=lambda i: (([("gt", 1.0)], 30.0), {"index": i}))
+>>> pool = RewardPool(group, timeout_s=30.0, num_functions=2)  # len(functions) + 1: room for a judge
 >>> pool.score(ScoreRequest(prompts=["查余额"], completions=["{}"],
 ...                         columns={"solution": ['{"action": {"tool": "check_balance"}}']})).rewards
 [0.0]
@@ -34,7 +35,6 @@ from typing import Any
 
 from actors.errors import RoleFailure
 from cluster.actor_group import ActorGroup, PlacementTimeout, one_line
-from cluster.backend import Backend
 from contracts.identity import node_identity
 from contracts.types import ScoreRequest, ScoreResult
 
@@ -151,21 +151,6 @@ class RewardPool:
         self.group, self.timeout_s, self.num_functions = group, timeout_s, num_functions
         self.recovering = recovering or (lambda failure: nullcontext())
         self.total_failures = 0
-
-    @classmethod
-    def start(
-        cls, functions: list[tuple[str, float]], backend: Backend, *, num_actors: int = 2,
-        timeout_s: float = 30.0,
-        judge: str | None = None, num_cpus: float = 0.25, runtime_env: dict | None = None,
-        name_prefix: str | None = None,
-    ) -> RewardPool:
-        """`num_actors` RewardActors (no placement group: they are light)."""
-        group = ActorGroup(
-            RewardActor, num_actors, name="reward", backend=backend, resources={"num_cpus": num_cpus},
-            runtime_env=runtime_env, name_prefix=name_prefix,
-            args_for=lambda i: ((functions, timeout_s), {"index": i, "judge": judge}),
-        )
-        return cls(group, timeout_s, len(functions) + 1)
 
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         """Fail early, with the reason, when the cluster cannot schedule the reward actors."""

@@ -142,15 +142,15 @@ class Roles:
         """One update on every rank (the batch travels as one object reference)."""
         return merge_ranks(self.learner_call("train_step", self.backend.put(batch)))
 
-    def generate(self, prompts: list[str], **sampling: Any) -> Generation:
-        """n completions per prompt, split over the workers in order (`launch`, then `finish`)."""
-        return self.finish(self.launch(prompts, **sampling))
+    def sample(self, items: list, method: str = "generate", **sampling: Any) -> Generation:
+        """n samples per item, split over the workers in order (`launch`, then `finish`)."""
+        return self.finish(self.launch(items, method, **sampling))
 
-    def launch(self, prompts: list, method: str = "generate", **sampling: Any) -> PendingGeneration:
-        """Start generating (or playing episodes of rows, `method="play_episodes"`); the workers sample
-        while the caller does other work (the learner's update in the one-step-off pipeline). Weights
-        pushed later queue behind this generation."""
-        chunks = split_evenly(prompts, len(self.rollout))
+    def launch(self, items: list, method: str = "generate", **sampling: Any) -> PendingGeneration:
+        """Start sampling: completions of prompts (`generate`) or episodes of rows (`play_episodes`); the
+        workers sample while the caller does other work (the learner's update in the one-step-off
+        pipeline). Weights pushed later queue behind this call."""
+        chunks = split_evenly(items, len(self.rollout))
         refs = {i: self.backend.call(self.rollout.actors[i], method, ch, **sampling)
                 for i, ch in chunks.items()}
         return PendingGeneration(chunks, refs, sampling, method)
@@ -170,11 +170,6 @@ class Roles:
                                          **pending.sampling)
                     for i in failures}
         return [done[i] for i in sorted(done)]
-
-    def episodes(self, rows: list[dict], **sampling: Any) -> list:
-        """One agent episode per row (`RolloutWorker.play_episodes`), the rows split over the workers in
-        order: `EpisodeSample`s in the order of `rows`."""
-        return [s for share in self._collect(self.launch(rows, "play_episodes", **sampling)) for s in share]
 
     def finish(self, pending: PendingGeneration) -> Generation:
         """Wait for a launched generation (a failed worker's share is generated again, `_collect`)."""

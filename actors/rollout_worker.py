@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from actors.agent_loop import EpisodeSample, run_episodes
+from actors.agent_loop import run_episodes
 from actors.errors import PushError
 from actors.offsets import token_char_offsets
 from configs.model import LoraConfig
@@ -27,7 +27,7 @@ from configs.rollout import RolloutConfig
 from configs.task import TaskConfig
 from contracts import lora as lora_io
 from contracts.identity import node_identity
-from contracts.types import Completion, LoraUpdate, Rollout, Served
+from contracts.types import LoraUpdate, Rollout, Sample, Served
 from tasks.base import load_task
 
 log = logging.getLogger(__name__)
@@ -123,38 +123,37 @@ class RolloutWorker:
         texts = iter(self.tokenizer.batch_decode([c.token_ids for c in samples], skip_special_tokens=True))
         groups = []
         for out, lps in zip(outs, logprobs):
-            group = []
+            prompt, group = list(out.prompt_token_ids), []
             for c, lp in zip(out.outputs, lps):
                 ids = list(c.token_ids)
                 spans = token_char_offsets(self.tokenizer, ids) if offsets else None
-                group.append(Completion(ids, lp, next(texts), str(c.finish_reason), self.version, spans))
+                group.append(Sample(prompt, ids, lp, next(texts), str(c.finish_reason), self.version, spans))
             groups.append(group)
-        return Rollout(
-            prompt_token_ids=[list(o.prompt_token_ids) for o in outs],
-            groups=groups,
-            policy_version=self.version,
-            worker_index=self.worker_index,
-            fingerprint=self.served_fingerprint,
-        )
+        return self._rollout(groups)
 
-    def play_episodes(self, rows: list[dict], task: TaskConfig, max_turns: int,
-                      temperature: float | None = None,
-                      max_tokens: int | None = None, seed: int | None = None,
-                      max_context: int | None = None) -> list[EpisodeSample]:
-        """One multi-turn episode per row against the task's environment, all in flight together
-        (`actors.agent_loop`): each turn is one batched engine call over the live episodes, at most
-        `max_tokens` per turn; an episode is truncated when it fills `max_context` tokens."""
+    def play_episodes(self, rows: list[dict], task: TaskConfig, max_turns: int, n: int | None = None,
+                      temperature: float | None = None, max_tokens: int | None = None,
+                      seed: int | None = None, max_context: int | None = None,
+                      offsets: bool = False) -> Rollout:
+        """n multi-turn episodes per row against the task's environment (groups as `generate`'s), all in
+        flight together (`actors.agent_loop`): each turn is one batched engine call over the live
+        episodes, at most `max_tokens` per turn; an episode is truncated when it fills `max_context`
+        tokens. With `offsets`, each token's character span in the episode's text too (DART)."""
         params = self._sampling(1, temperature, max_tokens, seed)
 
         def engine(sequences: list[list[int]]) -> list[tuple[list[int], list[float]]]:
             outs, logprobs = self._run(sequences, params)
             return [(list(o.outputs[0].token_ids), lps[0]) for o, lps in zip(outs, logprobs)]
 
-        env_task = load_task(task)
+        env_task, n = load_task(task), n or self.cfg.n
         max_context = min(max_context or self.cfg.max_model_len,
                           self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
-        return run_episodes(rows, lambda: env_task.environment(max_turns), self.tokenizer, engine,
-                            max_context)
+        played = run_episodes([r for r in rows for _ in range(n)], lambda: env_task.environment(max_turns),
+                              self.tokenizer, engine, max_context, self.version, offsets)
+        return self._rollout([played[i * n : (i + 1) * n] for i in range(len(rows))])
+
+    def _rollout(self, groups: list[list[Sample]]) -> Rollout:
+        return Rollout(groups, self.version, self.worker_index, self.served_fingerprint)
 
     def _run(self, prompt_ids: list[list[int]], params) -> tuple[list, list[list[list[float]]]]:
         """vLLM's outputs for token-id prompts, and per output and sample the sampled tokens' logprobs."""

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from actors.errors import RoleFailure, RunStopped, root_cause
-from actors.step_data import generation_from_state, generation_state
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +28,7 @@ class RunState:
         return {"step": self.step, "policy_version": self.version, "stream": self.stream.state_dict(),
                 "ngrpo_switch": self.switch.state_dict(), "eval_tables": self.eval_tables,
                 "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row,
-                "next": generation_state(*self._next) if self._next else None}
+                "next": self.pipeline.state_dict()}
 
     def checkpoint(self, state: dict | None = None) -> Path:
         """An atomic, complete checkpoint of the state after the current step (or of `state`, with the
@@ -62,7 +61,7 @@ class RunState:
         self.stream.load_state_dict(state["stream"])
         self.switch.load_state_dict(state["ngrpo_switch"])
         self.eval_tables, self.skipped_in_a_row = state["eval_tables"], state["skipped_in_a_row"]
-        self._next = generation_from_state(state["next"]) if state.get("next") else None
+        self.pipeline.load_state_dict(state.get("next"))
         kept = self.run.truncate_metrics(self.step)
         if version > 0:
             self.roles.push(rollback=True)

@@ -1,5 +1,6 @@
-"""Two steps of a run's set-up: the SFT warm-up (a task on the cluster) and the probe every push is
-checked with. Functions of the config, the task and the tokenizer; the coordinator calls them."""
+"""Steps of a run's set-up: the SFT warm-up (a task on the cluster), its examples for agent episodes,
+the difficulty filter and the probe every push is checked with. Functions of the config, the task and
+the tokenizer; the coordinator (through its workload, `actors.workloads`) calls them."""
 
 from __future__ import annotations
 
@@ -12,33 +13,21 @@ from configs.root import Config
 from tasks.base import Task
 
 
-def run_warmup(cfg: Config, task: Task, backend: Backend, tokenizer: Any, rows: list[dict],
+def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: list[str] | None, drill: Any,
                dirs: tuple[str, str, str]) -> dict:
-    """Fine-tune the base model on the task's warm-up rows, where and as the learner will run (its CPUs
-    and threads); `dirs` = (base model, tokenizer, output). With `env.enabled`, the examples are the task's
-    scripted trajectories of the episode `rows`, played against its environment (the policy's turns
-    learned, the observations not). Returns the warm-up's stats."""
-    from learner.warmup import Drill, sft_warmup
+    """Fine-tune the base model on the warm-up `examples` (the workload's: prompts and targets, or
+    scripted trajectories), where and as the learner will run (its CPUs and threads); `groups` balance
+    the batches by row kind when `train.warmup.balanced`; `dirs` = (base model, tokenizer, output).
+    Returns the warm-up's stats."""
+    from learner.warmup import sft_warmup
 
     w = cfg.train.warmup
-    drill = None
-    if cfg.env.enabled:
-        targets, examples = rows, trajectory_examples(cfg, task, tokenizer, rows)
-        d = w.drill
-        if d.steps or d.mix:
-            drilled = drill_examples(task, tokenizer, d.rows)
-            if not drilled:
-                raise ValueError(f"train.warmup.drill: task {task.name!r} gave no drill rows out of {d.rows}")
-            drill = Drill(drilled, d.steps, d.batch_size, d.mix)
-    else:
-        targets = task.warmup_rows(rows)
-        examples = [(task.render_prompt(tokenizer, r), r["solution"]) for r in targets]
-    groups = [r[task.group_column] for r in targets] if w.balanced else None
     env = {"env_vars": role_env(cfg.cluster.env_vars)}
     if cfg.learner.num_threads:
         env["env_vars"]["OMP_NUM_THREADS"] = str(cfg.learner.num_threads)
     ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), dict(
-        steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=cfg.train.seed, groups=groups, drill=drill,
+        steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=cfg.train.seed,
+        groups=groups if w.balanced else None, drill=drill,
     ), {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
     return backend.get(ref)
 
@@ -49,7 +38,7 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
 
     samples = scripted_samples(rows, lambda: task.environment(cfg.env.max_turns), tokenizer,
                                [task.episode_script(r) for r in rows], cfg.env.max_context)
-    return [(s.prompt_ids, s.completion_ids, s.loss_mask) for s in samples]
+    return [(s.prompt_ids, s.token_ids, s.loss_mask) for s in samples]
 
 
 def drill_examples(task: Task, tokenizer: Any, n: int) -> list[tuple]:
@@ -64,19 +53,17 @@ def drill_examples(task: Task, tokenizer: Any, n: int) -> list[tuple]:
     return out
 
 
-def difficulty_keep(cfg: Config, task: Task, rows: list[dict], generate: Callable,
-                    score: Callable) -> list[int]:
-    """Indices of the training `rows` the difficulty filter keeps: every prompt sampled with the current
-    policy (`generate(rows, n=...)`, scored by `score(rows, groups)`), the easy/medium/hard mix kept."""
-    from actors.step_data import judge_matrix
+def difficulty_keep(cfg: Config, rows: list[dict], judged: Callable[[list[dict], int], list[list[float]]]
+                    ) -> list[int]:
+    """Indices of the training `rows` the difficulty filter keeps: every row sampled with the current
+    policy (`judged(rows, n)`: the judge's verdict on each of n samples per row), the easy/medium/hard
+    mix kept."""
     from algo.difficulty import difficulty_filter
 
     d, chunk = cfg.algorithm.difficulty, 64  # chunks: each generation within the call deadline
     rates = []
     for i in range(0, len(rows), chunk):
-        part = rows[i : i + chunk]
-        scored = score(part, generate(part, n=d.num_samples).groups)
-        rates += [sum(row) / len(row) for row in judge_matrix(scored, len(part), task.correct_key)]
+        rates += [sum(row) / len(row) for row in judged(rows[i : i + chunk], d.num_samples)]
     keep = difficulty_filter(rates, easy_min=d.easy_min, hard_max=d.hard_max, mix=d.mix, seed=cfg.train.seed)
     if not keep:
         raise RuntimeError("difficulty filter kept no prompt: every prompt is all-right or all-wrong "

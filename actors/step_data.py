@@ -11,7 +11,7 @@ from dataclasses import asdict
 from actors.generation import Generation
 from algo.stats import batch_stats
 from algo.step import StepResult
-from contracts.types import Completion, ScoreResult, TrainBatch
+from contracts.types import Sample, ScoreResult, TrainBatch
 
 
 def judge_matrix(scored: ScoreResult, num_groups: int, key: str) -> list[list[float]]:
@@ -23,40 +23,46 @@ def judge_matrix(scored: ScoreResult, num_groups: int, key: str) -> list[list[fl
 
 def rollout_stats(values: list[str], gen: Generation, scored: ScoreResult, correct: list[list[float]],
                   version: int) -> dict[str, float]:
-    """Accuracy and reward per group value, lengths, truncation and version lag of a step's samples."""
+    """Accuracy and reward per group value, the policy's tokens per sample (an episode's observations
+    left out), truncation and version lag of a step's samples."""
     n = len(gen.groups[0]) if gen.groups else 1
     return batch_stats(
         values, correct=correct,
         rewards=[scored.rewards[i : i + n] for i in range(0, len(scored.rewards), n)],
-        lengths=[[len(c.token_ids) for c in g] for g in gen.groups],
-        truncated=[[c.finish_reason == "length" for c in g] for g in gen.groups],
-        lags=[[version - c.policy_version for c in g] for g in gen.groups],
+        lengths=[[s.policy_tokens for s in g] for g in gen.groups],
+        truncated=[[s.truncated for s in g] for g in gen.groups],
+        lags=[[version - s.policy_version for s in g] for g in gen.groups],
     )
 
 
 def train_batch(gen: Generation, out: StepResult, version: int) -> TrainBatch:
     """The samples the update learns from, flattened group by group (failed rewards and dropped groups
-    are left out); every sample carries its group's prompt and its lag behind the learner's `version`."""
+    are left out); every sample carries its prompt, its loss mask (an episode's) and its lag behind the
+    learner's `version`."""
     keep = out.trained.flatten().tolist()
-    comps = [c for g in gen.groups for c in g]
-    prompts = [p for p, g in zip(gen.prompt_ids, gen.groups) for _ in g]
+    samples = gen.samples
     idx = [i for i, k in enumerate(keep) if k]
     weights = out.token_weights
+    masked = any(samples[i].loss_mask is not None for i in idx)
     return TrainBatch(
-        prompt_ids=[prompts[i] for i in idx], completion_ids=[comps[i].token_ids for i in idx],
-        rollout_logprobs=[comps[i].logprobs for i in idx],
+        prompt_ids=[samples[i].prompt_ids for i in idx], completion_ids=[samples[i].token_ids for i in idx],
+        rollout_logprobs=[samples[i].logprobs for i in idx],
         advantages=[float(a) for a, k in zip(out.advantages.flatten(), keep) if k],
         token_weights=[weights[i] for i in idx] if weights is not None else None,
-        lags=[version - comps[i].policy_version for i in idx],
+        lags=[version - samples[i].policy_version for i in idx],
+        loss_mask=[_mask(samples[i]) for i in idx] if masked else None,
     )
+
+
+def _mask(sample: Sample) -> list[int]:
+    return sample.loss_mask if sample.loss_mask is not None else [1] * len(sample.token_ids)
 
 
 def generation_state(rows: list[dict], gen: Generation) -> dict:
     """A generated batch and its rows, JSON-safe (a checkpoint of the one-step-off pipeline holds it)."""
-    return {"rows": rows, "prompt_ids": gen.prompt_ids, "versions": gen.versions,
-            "groups": [[asdict(c) for c in g] for g in gen.groups]}
+    return {"rows": rows, "versions": gen.versions, "groups": [[asdict(s) for s in g] for g in gen.groups]}
 
 
 def generation_from_state(state: dict) -> tuple[list[dict], Generation]:
-    groups = [[Completion(**c) for c in g] for g in state["groups"]]
-    return state["rows"], Generation(state["prompt_ids"], groups, state["versions"])
+    groups = [[Sample.from_dict(s) for s in g] for g in state["groups"]]
+    return state["rows"], Generation(groups, state["versions"])

@@ -28,7 +28,7 @@ import torch
 from algo.advantages import group_advantages, zero_std_stats
 from algo.ngrpo_switch import NGRPOSwitch, SwitchEvent
 from algo.shaping import overlong_penalty
-from algo.token_weights import dart_token_weights
+from algo.token_weights import dart_token_weights, turn_token_weights
 
 if TYPE_CHECKING:
     from configs.algorithm import AlgorithmConfig
@@ -58,6 +58,7 @@ def algo_step(
     max_len: int,
     texts: Sequence[str] | None = None,
     offsets: Sequence[Sequence[tuple[int, int]]] | None = None,
+    masks: Sequence[Sequence[int] | None] | None = None,
     valid: torch.Tensor | None = None,
 ) -> StepResult:
     """Advantages and the rest for a (G, n) reward matrix.
@@ -71,10 +72,12 @@ def algo_step(
         step: this RL step (recorded with a switch event).
         switch: the NGRPO switch; updated with this step's zero-std fraction.
         algo: the algorithm config (advantage, ngrpo, overlong, loss.dart settings).
-        lengths: ``(G, n)`` completion lengths in tokens (overlong shaping).
+        lengths: ``(G, n)`` the policy's tokens per sample (overlong shaping).
         max_len: the completion length limit, when ``algo.overlong.max_len`` is not set.
         texts, offsets: ``(B,)`` completion texts and their tokens' character spans, flattened group
             by group; needed only with DART token weights on.
+        masks: ``(B,)`` loss masks of multi-turn samples (None for a single-turn one): DART weights
+            each assistant turn on its own (`turn_token_weights`).
         valid: ``(G, n)`` bool, False for a sample whose reward failed.
     """
     metrics: dict[str, float | bool] = {}
@@ -121,8 +124,9 @@ def algo_step(
         if texts is None or offsets is None:
             raise ValueError("DART token weights need the completions' texts and token offsets")
         lc = algo.loss
-        weights = [dart_token_weights(t, o, lc.thought_weight, lc.action_weight, lc.other_weight)
-                   for t, o in zip(texts, offsets)]
+        w = (lc.thought_weight, lc.action_weight, lc.other_weight)
+        weights = [dart_token_weights(t, o, *w) if m is None else turn_token_weights(t, o, m, *w)
+                   for t, o, m in zip(texts, offsets, masks or [None] * len(texts))]
     return StepResult(adv, weights, metrics, active, event, trained)
 
 

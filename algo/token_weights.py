@@ -2,7 +2,8 @@
 weigh differently.
 
 Owns: finding where the ``thought`` string and the ``action`` value lie in a completion's text, and
-mapping those character spans onto tokens via their character offsets. Does not know about tokenizers
+mapping those character spans onto tokens via their character offsets; an agent episode, several
+assistant turns between tool observations, is weighted turn by turn. Does not know about tokenizers
 (the caller passes offsets, e.g. a fast tokenizer's ``offset_mapping``) nor about the loss.
 
 The scanner is tolerant: it never raises on malformed or truncated JSON. A ``thought`` string cut off by
@@ -148,4 +149,54 @@ def dart_token_weights(
             weights.append(float(thought_weight))
         else:
             weights.append(float(other_weight))
+    return weights
+
+
+def turn_token_weights(
+    text: str,
+    offsets: Sequence[tuple[int, int]],
+    mask: Sequence[int],
+    thought_weight: float = 0.3,
+    action_weight: float = 0.7,
+    other_weight: float = 1.0,
+) -> list[float]:
+    """DART weights for a multi-turn agent episode: each assistant turn weighted as a completion of its
+    own, observation tokens 0.
+
+    Every turn of an episode has its own ``thought`` and ``action``, but `field_spans` keeps the first
+    occurrence of a key, so scanning the whole episode would weight only the first turn's; an observation
+    (a tool's JSON answer) could also hold keys of its own. So each maximal run of 1s in ``mask`` (one
+    turn) is scanned alone. A turn's text runs from the end of the last token with text before it to the
+    start of the first one after it, so zero-width tokens (special tokens, dropped from ``text``) do not
+    move its bounds, and text no token covers goes with the turn next to it: with a mask of all 1s the
+    one turn is the whole text and the weights are exactly `dart_token_weights`'. Observation tokens
+    (mask 0) were not sampled by the policy and are not trained on: their weight is 0.
+
+    Args:
+        text: the decoded episode completion (turns and observations, special tokens skipped).
+        offsets: ``(T,)`` ``(start, end)`` character spans per token into ``text``.
+        mask: ``(T,)`` loss mask: 1 on tokens the policy sampled, 0 on observation tokens.
+
+    Returns:
+        ``T`` floats, one row of the ``(B, T)`` ``token_weights`` of `policy_loss`.
+    """
+    spans = [(int(a), int(b)) for a, b in offsets]
+    sampled = [bool(m) for m in mask]
+    if len(sampled) != len(spans):
+        raise ValueError(f"mask has {len(sampled)} entries for {len(spans)} tokens")
+    weights = [0.0] * len(spans)
+    i = 0
+    while i < len(spans):
+        if not sampled[i]:
+            i += 1
+            continue
+        j = i
+        while j < len(spans) and sampled[j]:
+            j += 1
+        # Tokens i..j-1 are one turn; its text lies between the nearest tokens with text around it.
+        start = next((b for a, b in reversed(spans[:i]) if b > a), 0)
+        end = next((a for a, b in spans[j:] if b > a), len(text))
+        weights[i:j] = dart_token_weights(text[start:end], [(a - start, b - start) for a, b in spans[i:j]],
+                                          thought_weight, action_weight, other_weight)
+        i = j
     return weights

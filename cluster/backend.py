@@ -137,12 +137,3 @@ class RayBackend:
 
 
 Backend = LocalBackend | RayBackend
-
-
-def backend_named(name: str) -> Backend:
-    """`ray` or `local`."""
-    if name == "ray":
-        return RayBackend()
-    if name == "local":
-        return LocalBackend()
-    raise ValueError(f"backend must be 'ray' or 'local', got {name!r}")

@@ -115,15 +115,9 @@ class Config(Section):
                              "drop the file or set env.enabled=false")
 
     def _episode_checks(self) -> None:
-        """What agent episodes do not combine with (yet): refused before anything starts."""
+        """What agent episodes need besides the single-turn loop's settings: refused before anything
+        starts. (The one-step-off pipeline, DART weights per turn and the difficulty filter all apply.)"""
         if self.env.max_context + self.rollout.max_tokens > self.rollout.max_model_len:
             raise ValueError(f"env.max_context ({self.env.max_context}) + rollout.max_tokens "
                              f"({self.rollout.max_tokens}) must fit in rollout.max_model_len "
                              f"({self.rollout.max_model_len})")
-        off = {"train.max_staleness": self.train.max_staleness != 0,
-               "algorithm.loss.dart": self.algorithm.loss.dart,
-               "algorithm.difficulty.enabled": self.algorithm.difficulty.enabled}
-        on = [k for k, v in off.items() if v]
-        if on:
-            raise ValueError(f"env.enabled: agent episodes run synchronously, without DART token weights and "
-                             f"without the difficulty filter; turn off {', '.join(on)}")

@@ -1,6 +1,7 @@
 """The data contracts between roles: one dataclass per boundary.
 
-Coordinator → RolloutWorker: rendered prompts and sampling settings; back: a `Rollout`.
+Coordinator → RolloutWorker: rendered prompts (or episode rows) and sampling settings; back: a `Rollout`
+of `Sample`s.
 Coordinator → RewardPool: `ScoreRequest`; back: `ScoreResult`.
 Coordinator → Learner: `TrainBatch`; back: a metrics dict, and on request an exported `LoraUpdate`.
 Learner → RolloutWorker (by object reference, through the coordinator): `LoraUpdate`; back: `Served`.
@@ -13,27 +14,62 @@ from typing import Any
 
 
 @dataclass
-class Completion:
-    """One sampled completion of one prompt."""
+class Episode:
+    """What an agent episode adds to its sample: the conversation, each turn's record and the
+    environment's score of the whole trajectory (its reward, `success` its judge's verdict)."""
 
-    token_ids: list[int]
+    messages: list[dict[str, str]] = field(default_factory=list)
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    score: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Sample:
+    """One sample a rollout worker returns: a completion of a prompt, or a whole agent episode.
+
+    For an episode, `token_ids` holds the policy's turns and, between them, the environment's
+    observations (tokens the policy did not sample: `loss_mask` 0, logprob 0.0); `text` and `offsets`
+    cover them all. Everything downstream (scores, statistics, the training batch) reads this one type.
+    """
+
+    prompt_ids: list[int]  # (P,) the prompt; an episode's first messages
+    token_ids: list[int]  # (T,) what followed the prompt
     logprobs: list[float]  # (T,) raw-distribution (temperature 1) logprob of each sampled token
     text: str
-    finish_reason: str  # "stop" | "length" | …
-    policy_version: int  # the adapter version that produced it
+    finish_reason: str  # "stop" | "length" (an episode cut at its turn or context limit) | …
+    policy_version: int  # the adapter version that sampled its first token
     # (T,) character span of each token in `text`, when the caller asked for them (DART weights)
     offsets: list[tuple[int, int]] | None = None
+    loss_mask: list[int] | None = None  # (T,) 1 on the policy's own tokens; None: every token is
+    # (T,) the version that sampled each token, where a sample spans several; None: all policy_version
+    versions: list[int] | None = None
+    episode: Episode | None = None
+
+    @property
+    def policy_tokens(self) -> int:
+        """Tokens the policy sampled (an episode's observations left out)."""
+        return len(self.token_ids) if self.loss_mask is None else sum(self.loss_mask)
+
+    @property
+    def truncated(self) -> bool:
+        return self.finish_reason == "length"
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Sample:
+        """A sample from `dataclasses.asdict` of one (a checkpoint holds the pipeline's next batch so)."""
+        episode = Episode(**d["episode"]) if d.get("episode") else None
+        offsets = [tuple(o) for o in d["offsets"]] if d.get("offsets") is not None else None
+        return cls(**{**d, "episode": episode, "offsets": offsets})
 
 
 @dataclass
 class Rollout:
-    """A worker's answer to one generate call: groups[i] holds the n completions of prompts[i]."""
+    """A worker's answer to one call: groups[i] holds the n samples of its i-th prompt (or episode row)."""
 
-    prompt_token_ids: list[list[int]]
-    groups: list[list[Completion]]
+    groups: list[list[Sample]]
     policy_version: int
     worker_index: int
-    fingerprint: str  # of the weights served while generating
+    fingerprint: str  # of the weights served while sampling
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from actors.offsets import token_char_offsets
 from contracts import lora as lora_io
-from contracts.types import Completion, LoraUpdate, Rollout, Served
+from contracts.types import LoraUpdate, Rollout, Sample, Served
 
 # script(row, n, stage) -> n completion texts; stage is the RL step (1-based), "eval" or "difficulty".
 Script = Callable[[dict, int, object], list[str]]
@@ -52,33 +52,43 @@ def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: 
             # RL steps pass seed = train_seed * 100_003 + step; the eval seed 0 with n=1; the filter none.
             stage = "difficulty" if seed is None else "eval" if n == 1 else seed - train_seed * 100_003
             self.calls.append(stage)
-            groups, prompt_ids = [], []
+            groups = []
             for p in prompts:
                 user = p.split("<|im_start|>user\n", 1)[1].split("<|im_end|>", 1)[0]
-                prompt_ids.append(self.tokenizer(p, add_special_tokens=False)["input_ids"])
-                groups.append([self._completion(t, offsets) for t in script(by_prompt[user], n, stage)])
-            return Rollout(prompt_ids, groups, self.version, self.worker_index, self.fingerprint)
+                prompt = self.tokenizer(p, add_special_tokens=False)["input_ids"]
+                texts = script(by_prompt[user], n, stage)
+                groups.append([self._completion(prompt, t, offsets) for t in texts])
+            return Rollout(groups, self.version, self.worker_index, self.fingerprint)
 
-        def play_episodes(self, rows, task, max_turns, temperature=None, max_tokens=None, seed=None,
-                          max_context=None) -> list:
+        def play_episodes(self, rows, task, max_turns, n=None, temperature=None, max_tokens=None, seed=None,
+                          max_context=None, offsets=False) -> Rollout:
             from actors.agent_loop import scripted_samples
             from tasks.base import load_task
 
-            stage = "eval" if temperature == 0 else seed - train_seed * 100_003
+            n = n or self.cfg.n
+            stage = ("difficulty" if seed is None else "eval" if temperature == 0
+                     else seed - train_seed * 100_003)
             self.calls.append(stage)
             env_task = load_task(task)
-            scripts = [episode_script(row, i, stage) for i, row in enumerate(rows)]
-            return scripted_samples(rows, lambda: env_task.environment(max_turns), self.tokenizer, scripts,
-                                    max_context or self.cfg.max_model_len)
+            played = [r for r in rows for _ in range(n)]
+            scripts = [episode_script(row, i, stage) for i, row in enumerate(played)]
+            samples = scripted_samples(played, lambda: env_task.environment(max_turns), self.tokenizer,
+                                       scripts, max_context or self.cfg.max_model_len)
+            for s in samples:
+                s.policy_version = self.version
+                if offsets:
+                    s.offsets = token_char_offsets(self.tokenizer, s.token_ids)
+            return Rollout([samples[i * n : (i + 1) * n] for i in range(len(rows))], self.version,
+                           self.worker_index, self.fingerprint)
 
-        def _completion(self, text: str, offsets: bool) -> Completion:
+        def _completion(self, prompt: list[int], text: str, offsets: bool) -> Sample:
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
             finish = "stop"
             if len(ids) > self.cfg.max_tokens:
                 ids, finish = ids[: self.cfg.max_tokens], "length"
             text = self.tokenizer.decode(ids, skip_special_tokens=True)
             spans = token_char_offsets(self.tokenizer, ids) if offsets else None
-            return Completion(ids, [0.0] * len(ids), text, finish, self.version, spans)
+            return Sample(prompt, ids, [0.0] * len(ids), text, finish, self.version, spans)
 
         def serve_base(self) -> Served:
             self.version, self.fingerprint = 0, "base"

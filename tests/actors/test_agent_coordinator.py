@@ -1,14 +1,16 @@
-"""A run of agent episodes (`env.enabled`) with in-process roles: the real learner, the task's real
-environment, the real warm-up on scripted trajectories; only the rollout worker is scripted
+"""Runs of agent episodes (`env.enabled`) on the coordinator's one step, with in-process roles: the real
+learner, the task's real environment, the real warm-up on scripted trajectories; only the rollout worker is
+scripted
 (tests/actors/scripted_worker.py: it plays the task's scripted turns instead of sampling them)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
-from actors.agent_coordinator import AgentCoordinator
+from actors.coordinator import Coordinator
 from cluster.backend import LocalBackend
 from configs.loader import load_config
 from observe.schema import lookup
@@ -43,12 +45,12 @@ def _script(task):
     return script
 
 
-def agent_run(tmp_path) -> tuple[AgentCoordinator, list[dict], list]:
+def agent_run(tmp_path) -> tuple[Coordinator, list[dict], list]:
     RecordingLearner.batches = []
     cfg = load_config("tiny-cpu-agent", [*AGENT, "task.options.episode_flaw=none"])
     task = load_task(cfg.task)
     roles = {"rollout": scripted_worker([], episode_script=_script(task)), "learner": RecordingLearner}
-    coord = AgentCoordinator(cfg, str(tmp_path / "run"), backend=LocalBackend(), roles=roles)
+    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend(), roles=roles)
     try:
         coord.setup()
         coord.evaluate("before")
@@ -103,3 +105,91 @@ def test_the_episode_eval_is_written_with_every_episode(agent):
     assert [m["role"] for m in played[0]["messages"][:3]] == ["system", "user", "assistant"]
     table = (coord.run.dir / "eval_table.md").read_text()
     assert "| success rate | 100.0% | 100.0% |" in table and "| turns mean |" in table
+
+
+# ---- everything the single-turn loop has, on episodes ---------------------------------------------------
+PIPELINED = [*AGENT, "task.options.episode_flaw=none", "train.steps=4", "train.max_staleness=1",
+             "algorithm.loss.dart=true", "algorithm.difficulty.enabled=true",
+             "algorithm.difficulty.num_samples=2",
+             "train.sampling=adaptive", "train.adaptive_by=kind"]
+
+
+def _pipelined_script(task):
+    """The difficulty filter sees market orders always right and settled withdrawals always wrong (a
+    malformed first turn); RL steps and the eval as `_script`."""
+    rl = _script(task)
+
+    def script(row: dict, i: int, stage) -> list[str]:
+        if stage == "difficulty" and row["kind"] != "balance_withdraw":
+            right = task.episode_script(row)
+            return right if row["kind"] == "market_order" else ["not json", *right[1:]]
+        return rl(row, i, stage)
+
+    return script
+
+
+def _pipelined(run_dir, steps: int, resume: str | None = None) -> tuple[Coordinator, list[dict]]:
+    cfg = load_config("tiny-cpu-agent", PIPELINED)
+    roles = {"rollout": scripted_worker([], episode_script=_pipelined_script(load_task(cfg.task))),
+             "learner": RecordingLearner}
+    coord = Coordinator(cfg, str(run_dir), backend=LocalBackend(), roles=roles)
+    try:
+        coord.setup(resume=resume)
+        rows = [coord.train_step() for _ in range(steps)]
+    finally:
+        coord.shutdown()
+    return coord, rows
+
+
+@pytest.fixture(scope="module")
+def pipelined(tmp_path_factory):
+    RecordingLearner.batches = []
+    coord, rows = _pipelined(tmp_path_factory.mktemp("pipelined") / "run", 4)
+    return coord, rows, list(RecordingLearner.batches)
+
+
+def test_episodes_run_one_step_off_one_version_behind(pipelined):
+    _, rows, _ = pipelined
+    assert [r["policy_version_lag_max"] for r in rows] == [0.0, 1.0, 1.0, 1.0]
+    assert [r["policy_version"] for r in rows] == [1, 2, 3, 4]
+
+
+def test_the_difficulty_filter_and_adaptive_sampling_work_on_episode_groups(pipelined):
+    coord, rows, _ = pipelined
+    # the all-right and the all-wrong kinds are dropped
+    assert {r["kind"] for r in coord.train_rows} == {"balance_withdraw"}
+    assert coord.info["difficulty_kept"] == len(coord.train_rows) < coord.info["difficulty_from"]
+    assert all("sampling_weight/balance_withdraw" in r for r in rows)
+
+
+def test_dart_weighs_the_thought_and_action_of_every_assistant_turn(pipelined):
+    coord, _, batches = pipelined
+    tok, checked = coord.tokenizer, 0
+    for b in batches:
+        assert b.token_weights is not None
+        for ids, mask, weights in zip(b.completion_ids, b.loss_mask, b.token_weights):
+            assert len(weights) == len(ids) and all(w == 0.0 for w, m in zip(weights, mask) if not m)
+            turns, turn = [], []  # the weights of each run of the policy's own tokens
+            for w, m in zip(weights, mask):
+                if m:
+                    turn.append(w)
+                elif turn:
+                    turns, turn = [*turns, turn], []
+            turns += [turn] if turn else []
+            if "not json" in tok.decode([t for t, m in zip(ids, mask) if m]):
+                continue
+            assert len(turns) >= 2 and all(0.3 in t and 0.7 in t for t in turns), turns
+            checked += 1
+    assert checked >= len(batches)
+
+
+def test_a_resumed_episode_run_trains_on_the_batch_its_checkpoint_held(pipelined, tmp_path):
+    first, straight, _ = pipelined
+    run_dir = tmp_path / "run"
+    shutil.copytree(first.run.dir, run_dir)
+    held = json.loads((run_dir / "checkpoints" / "step_00002" / "coordinator.json").read_text())["next"]
+    assert held and held["groups"][0][0]["episode"]["messages"]  # the one-step-off batch of step 3
+    _, resumed = _pipelined(run_dir, 2, resume=str(run_dir / "checkpoints" / "step_00002"))
+    for a, b in zip(straight[2:], resumed, strict=True):
+        assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
+            k: v for k, v in b.items() if not k.startswith("time/")}

@@ -52,15 +52,15 @@ def test_episodes_keep_sampled_ids_and_mask_only_the_policys_tokens(tiny_tokeniz
     samples = run_episodes(ROWS, lambda: TASK.environment(6), tok, engine, max_context=4096)
     assert calls[0] == len(ROWS)  # every episode's first turn in one engine call
     for row, s in zip(ROWS, samples, strict=True):
-        assert s.score["success"] == 1.0 and not s.truncated
-        assert len(s.completion_ids) == len(s.loss_mask) == len(s.logprobs)
-        policy = [t for t, m in zip(s.completion_ids, s.loss_mask) if m]
+        assert s.episode.score["success"] == 1.0 and not s.truncated
+        assert len(s.token_ids) == len(s.loss_mask) == len(s.logprobs)
+        policy = [t for t, m in zip(s.token_ids, s.loss_mask) if m]
         said = [tok.encode(_oracle_turn(row, k), add_special_tokens=False) + [tok.eos_token_id]
                 for k in range(len(row["expected"]) + 1)]
         assert policy == [t for turn in said for t in turn]  # exactly the sampled ids, nothing re-tokenized
         assert all(lp == (-0.25 if m else 0.0) for lp, m in zip(s.logprobs, s.loss_mask))
-        observed = tok.decode([t for t, m in zip(s.completion_ids, s.loss_mask) if not m])
-        for m in s.messages:
+        observed = tok.decode([t for t, m in zip(s.token_ids, s.loss_mask) if not m])
+        for m in s.episode.messages:
             if m["role"] == "tool":
                 assert m["content"] in observed
         check_transcript(tok, s)
@@ -69,7 +69,8 @@ def test_episodes_keep_sampled_ids_and_mask_only_the_policys_tokens(tiny_tokeniz
 def test_an_episode_that_outgrows_its_context_is_truncated(tiny_tokenizer):
     engine, _ = scripted_engine(tiny_tokenizer)
     samples = run_episodes(ROWS[:2], lambda: TASK.environment(6), tiny_tokenizer, engine, max_context=100)
-    assert all(s.truncated and s.score["success"] == 0.0 and len(s.turns) == 1 for s in samples)
+    assert all(s.truncated and s.episode.score["success"] == 0.0 and len(s.episode.turns) == 1
+               for s in samples)
     for s in samples:
         check_transcript(tiny_tokenizer, s)  # ends on an observation, the next turn opened
 
@@ -127,15 +128,20 @@ def test_real_engine_episodes_train_with_the_single_turn_logprob_gap(tiny_paths,
         w, rank = Sync(worker), Sync(learner)
         assert rank.setup("127.0.0.1", free_port()) > 0
         task = TaskConfig(name="fund_assistant")
-        samples = w.play_episodes(ROWS, task, max_turns=3, temperature=1.0, seed=5)
-        again = w.play_episodes(ROWS, task, max_turns=3, temperature=1.0, seed=5)
+        played = w.play_episodes(ROWS, task, max_turns=3, n=1, temperature=1.0, seed=5)
+        again = w.play_episodes(ROWS, task, max_turns=3, n=1, temperature=1.0, seed=5).groups
     finally:
         ray_local.kill(worker)
-    assert [s.completion_ids for s in again] == [s.completion_ids for s in samples]  # seeded
-    assert sum(len(s.turns) for s in samples) > len(samples)  # several turns per episode
-    assert all(s.observation_tokens > 0 for s in samples if len(s.turns) > 1)
-    batch = TrainBatch([s.prompt_ids for s in samples], [s.completion_ids for s in samples],
-                       [s.logprobs for s in samples], [float(s.score["total"]) - 0.1 for s in samples],
+    assert [len(g) for g in played.groups] == [1] * len(ROWS) and played.policy_version == 0
+    samples = [g[0] for g in played.groups]
+    assert all(s.policy_version == 0 and s.versions is None for s in samples)
+    again = [g[0] for g in again]
+    assert [s.token_ids for s in again] == [s.token_ids for s in samples]  # seeded
+    assert sum(len(s.episode.turns) for s in samples) > len(samples)  # several turns per episode
+    assert all(len(s.token_ids) > s.policy_tokens for s in samples if len(s.episode.turns) > 1)
+    batch = TrainBatch([s.prompt_ids for s in samples], [s.token_ids for s in samples],
+                       [s.logprobs for s in samples],
+                       [float(s.episode.score["total"]) - 0.1 for s in samples],
                        loss_mask=[s.loss_mask for s in samples])
     try:
         m = rank.train_step(batch)
@@ -158,7 +164,8 @@ def test_episode_metrics_count_turns_calls_errors_and_observation_tokens(tiny_to
     assert m["tool_error_rate"] == pytest.approx(4 / calls)  # the teleports only
     assert m["success_rate"] == pytest.approx(6 / 8) and m["frac_truncated_episodes"] == pytest.approx(2 / 8)
     assert m["episode_turns_mean"] == pytest.approx((sum(len(r["expected"]) + 1 for r in ROWS) + 4) / 8)
-    masked = sum(s.observation_tokens for s in good + bad) / sum(len(s.loss_mask) for s in good + bad)
+    tokens = sum(len(s.token_ids) for s in good + bad)
+    masked = sum(len(s.token_ids) - s.policy_tokens for s in good + bad) / tokens
     assert m["obs_token_frac"] == pytest.approx(masked) and 0.0 < masked < 1.0
 
 
@@ -168,7 +175,7 @@ def test_the_episode_eval_table_splits_success_by_category(tiny_tokenizer):
     engine, _ = scripted_engine(tiny_tokenizer)
     rows = ROWS[:4]
     samples = run_episodes(rows, lambda: TASK.environment(6), tiny_tokenizer, engine, max_context=4096)
-    samples[0].score["success"] = 0.0  # as if the first episode had failed
+    samples[0].episode.score["success"] = 0.0  # as if the first episode had failed
     table = episode_eval(rows, samples)
     first = rows[0]["category"]
     same = [r for r in rows if r["category"] == first]

@@ -34,3 +34,17 @@ def test_random_token_sequences_cover_the_text(tiny_tokenizer):
         assert len(spans) == len(ids)
         assert all(a <= b for a, b in spans) and all(s[1] == t[0] for s, t in zip(spans, spans[1:]))
         assert spans[-1][1] == len(tiny_tokenizer.decode(ids, skip_special_tokens=True))
+
+
+def test_a_chat_template_s_turn_markers_have_no_text(tiny_tokenizer):
+    """An agent episode's ids hold the template's turn markers (<|im_start|> is an added special token,
+    not always among `all_special_ids`): they take no character, as decoding drops them."""
+    tok = tiny_tokenizer
+    said = [{"role": "user", "content": "查余额"}, {"role": "assistant", "content": '{"thought": "t"}'},
+            {"role": "tool", "content": "余额 100 元"}]
+    ids = tok(tok.apply_chat_template(said, tokenize=False), add_special_tokens=False)["input_ids"]
+    decoded = tok.decode(ids, skip_special_tokens=True)
+    spans = token_char_offsets(tok, ids)
+    assert spans[-1][1] == len(decoded) and "".join(decoded[a:b] for a, b in spans) == decoded
+    marker = tok.convert_tokens_to_ids("<|im_start|>")
+    assert all(a == b for t, (a, b) in zip(ids, spans) if t == marker)

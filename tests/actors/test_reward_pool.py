@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from actors.reward_pool import RewardPool
 from cluster.backend import LocalBackend, RayBackend
 from contracts.types import ScoreRequest
 from rewards.registry import register_reward
+from tests.actors.pools import start_pool
 
 GOOD = json.dumps({"thought": "先查余额", "action": {"tool": "check_balance", "params": {}},
                    "plan": ["查余额"]}, ensure_ascii=False)
@@ -38,7 +38,7 @@ def _req(completions):
 
 
 def test_scores_in_order_with_weights_and_breakdown():
-    pool = RewardPool.start([("gt", 1.0), ("rule", 0.5)], LocalBackend(), num_actors=3)
+    pool = start_pool([("gt", 1.0), ("rule", 0.5)], LocalBackend(), num_actors=3)
     res = pool.score(_req([GOOD, "not json", GOOD, "{}"]))
     assert res.rewards == pytest.approx([1.0 + 0.5 * 1.0, 0.0, 1.5, 0.0])
     assert res.failures == 0
@@ -46,7 +46,7 @@ def test_scores_in_order_with_weights_and_breakdown():
 
 
 def test_crashing_reward_scores_only_the_bad_completion_zero():
-    pool = RewardPool.start([("test_crash_on_boom", 1.0)], LocalBackend(), num_actors=1)
+    pool = start_pool([("test_crash_on_boom", 1.0)], LocalBackend(), num_actors=1)
     res = pool.score(_req(["ok", "boom", "fine"]))
     assert res.rewards == [0.5, 0.0, 0.5]
     assert res.failures == 1 and "boom" in res.failure_log[0] and "RuntimeError" in res.failure_log[0]
@@ -54,7 +54,7 @@ def test_crashing_reward_scores_only_the_bad_completion_zero():
 
 
 def test_hanging_reward_times_out_and_actor_is_replaced():
-    pool = RewardPool.start([("test_hang", 1.0)], LocalBackend(), num_actors=2, timeout_s=0.5)
+    pool = start_pool([("test_hang", 1.0)], LocalBackend(), num_actors=2, timeout_s=0.5)
     first = pool.group.actors[1]
     t = time.perf_counter()
     res = pool.score(_req(["a", "b", "hang", "d"]))
@@ -68,14 +68,13 @@ def test_unknown_reward_name_fails_before_scoring():
     from rewards.registry import RewardNotFoundError
 
     with pytest.raises(RewardNotFoundError):
-        RewardPool.start([("no_such_reward", 1.0)], LocalBackend())
+        start_pool([("no_such_reward", 1.0)], LocalBackend())
 
 
 @pytest.mark.ray
 def test_ray_pool_scores_concurrently_and_recovers(ray_local):
-    pool = RewardPool.start([("gt", 1.0), ("tests.actors.test_reward_pool:crash_on_boom", 1.0)], RayBackend(),
-                            num_actors=2, timeout_s=5)
-    pool.wait_ready()
+    pool = start_pool([("gt", 1.0), ("tests.actors.test_reward_pool:crash_on_boom", 1.0)], RayBackend(),
+                      num_actors=2, timeout_s=5)
     res = pool.score(_req([GOOD, "boom", GOOD, GOOD]))
     assert res.rewards == pytest.approx([1.5, 0.0, 1.5, 1.5])
     assert res.failures == 1
@@ -87,13 +86,13 @@ def not_applicable(prompts, completions, **columns):
 
 
 def test_none_means_not_applicable_not_failure():
-    pool = RewardPool.start([("test_not_applicable", 1.0)], LocalBackend(), num_actors=1)
+    pool = start_pool([("test_not_applicable", 1.0)], LocalBackend(), num_actors=1)
     res = pool.score(_req(["a", "skip", "b"]))
     assert res.rewards == [1.0, 0.0, 1.0] and res.failures == 0
 
 
 def test_the_judge_is_scored_for_metrics_without_weight():
-    pool = RewardPool.start([("rule", 1.0)], LocalBackend(), num_actors=1, judge="gt")
+    pool = start_pool([("rule", 1.0)], LocalBackend(), num_actors=1, judge="gt")
     res = pool.score(_req([GOOD, "not json"]))
     assert res.rewards == [1.0, 0.0]  # the rule reward only
     assert [b["tool_correct"] for b in res.breakdowns] == [1.0, 0.0]  # the judge's verdict, for metrics
@@ -112,7 +111,7 @@ def test_a_breakdown_is_computed_once_per_completion():
             raise AssertionError("the pool uses the breakdown's total")
 
     register_reward("test_counted", overwrite=True)(Counted)
-    pool = RewardPool.start([("test_counted", 2.0)], LocalBackend(), num_actors=1)
+    pool = start_pool([("test_counted", 2.0)], LocalBackend(), num_actors=1)
     res = pool.score(_req(["a", "b", "c"]))
     assert res.rewards == [0.5, 0.5, 0.5] and calls == [3]
     assert res.breakdowns[0] == {"test_counted": 0.25, "total": 0.25, "part": 1.0}

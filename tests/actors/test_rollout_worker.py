@@ -82,7 +82,7 @@ def test_generate_and_push(tiny_paths, mode, ray_local):
     assert after.policy_version == 1 and greedy_after.policy_version == 1
     assert greedy_after.token_ids != greedy_before.token_ids  # the push took
     # What vLLM serves is exactly the learner's model: its logprobs match a transformers recomputation.
-    ref = _teacher_forced_logprobs(tiny_paths.model_dir, update, after.prompt_token_ids[0],
+    ref = _teacher_forced_logprobs(tiny_paths.model_dir, update, after.groups[0][0].prompt_ids,
                                    greedy_after.token_ids)
     assert torch.allclose(torch.tensor(greedy_after.logprobs), ref, atol=1e-3)
     # A run rolled back to its checkpoint of step 0 serves the base model again, value for value.

@@ -14,14 +14,10 @@ def test_the_agent_preset_turns_episodes_on_and_fits_its_context():
     assert not load_config("tiny-cpu").env.enabled  # the default run stays single-turn
 
 
-@pytest.mark.parametrize("override, names", [
-    ("train.max_staleness=1", "train.max_staleness"),
-    ("algorithm.loss.dart=true", "algorithm.loss.dart"),
-    ("algorithm.difficulty.enabled=true", "algorithm.difficulty.enabled"),
-])
-def test_what_episodes_do_not_combine_with_is_refused(override, names):
-    with pytest.raises(ConfigError, match=names):
-        load_config("tiny-cpu-agent", [override])
+def test_episodes_take_the_pipeline_dart_and_the_difficulty_filter():
+    cfg = load_config("tiny-cpu-agent", ["train.max_staleness=1", "algorithm.loss.dart=true",
+                                         "algorithm.difficulty.enabled=true"])
+    assert cfg.train.max_staleness == 1 and cfg.algorithm.loss.dart and cfg.algorithm.difficulty.enabled
 
 
 def test_an_episode_context_beyond_the_engine_is_refused():

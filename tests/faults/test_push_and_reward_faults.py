@@ -11,10 +11,10 @@ import pytest
 
 from actors.coordinator import Coordinator
 from actors.errors import PushError
-from actors.reward_pool import RewardPool
 from cluster.backend import RayBackend
 from configs.loader import load_config
 from contracts.types import ScoreRequest
+from tests.actors.pools import start_pool
 from tests.actors.test_rollout_worker import NoopReloadWorker
 from tests.faults.harness import SETTINGS
 
@@ -42,9 +42,8 @@ def hang_on_word(prompts, completions, **columns):
 
 
 def test_a_hanging_reward_scores_its_shard_as_failed_and_its_actor_is_replaced(ray_local):
-    pool = RewardPool.start([("tests.faults.test_push_and_reward_faults:hang_on_word", 1.0)], RayBackend(),
-                            num_actors=2, timeout_s=1.0)
-    pool.wait_ready()
+    pool = start_pool([("tests.faults.test_push_and_reward_faults:hang_on_word", 1.0)], RayBackend(),
+                      num_actors=2, timeout_s=1.0)
     req = ScoreRequest(prompts=["p"] * 4, completions=["a", "b", "hang", "d"], columns={})
     t = time.monotonic()
     res = pool.score(req)
@@ -68,10 +67,8 @@ def die_once_on_word(prompts, completions, **columns):
 
 
 def test_a_killed_reward_actors_shard_is_scored_again_by_its_replacement(ray_local, tmp_path):
-    pool = RewardPool.start([("tests.faults.test_push_and_reward_faults:die_once_on_word", 1.0)],
-                            RayBackend(),
-                            num_actors=2, timeout_s=10.0)
-    pool.wait_ready()
+    pool = start_pool([("tests.faults.test_push_and_reward_faults:die_once_on_word", 1.0)], RayBackend(),
+                      num_actors=2, timeout_s=10.0)
     completions = ["a", "bb", "die", "dddd"]
     res = pool.score(ScoreRequest(prompts=["p"] * 4, completions=completions,
                                   columns={"flag": [str(tmp_path / "killed")] * 4}))

@@ -65,7 +65,7 @@ def test_an_entity_is_named_only_as_a_request_writes_it():
 def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, monkeypatch):
     import pytest
 
-    from actors.setup_steps import run_warmup
+    from actors.workloads import workload_for
     from configs.loader import load_config
 
     cfg = load_config("tiny-cpu-agent")
@@ -73,7 +73,7 @@ def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, mon
     monkeypatch.setattr(task, "episode_drill", lambda n: [])
     with pytest.raises(ValueError,
                        match="train.warmup.drill: task 'fund_assistant' gave no drill rows out of 5000"):
-        run_warmup(cfg, task, None, tiny_tokenizer, [], ("base", "tok", "out"))
+        workload_for(cfg, task).warmup_examples(tiny_tokenizer, [])
 
 
 def test_drill_rows_are_rendered_as_an_episode_prompt_and_learned_whole(tiny_tokenizer):

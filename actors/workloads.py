@@ -1,0 +1,150 @@
+"""What a run samples, behind one interface: single-turn completions or multi-turn agent episodes.
+
+The coordinator's step is the same for both (draw → sample → score → algorithm → learn → push). A
+workload says what differs, and only that: the rows, the worker method that samples them and its fixed
+arguments, how a batch is scored (the reward pool; the environment's trajectory score), the statistics
+only episodes have, the warm-up's examples, the probe every push is checked with, and the eval table.
+`workload_for` picks one from `env.enabled`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from actors.agent_loop import EPISODE_EVAL_KEYS, episode_eval, episode_metrics
+from actors.generation import Generation
+from actors.reward_pool import RewardPool
+from actors.setup_steps import drill_examples, probe_sequence, trajectory_examples
+from configs.root import Config
+from contracts.types import Sample, ScoreRequest, ScoreResult
+from tasks.base import Task
+
+# sample(items, **sampling) -> Generation: the roles' fan-out over the workers, or one local worker
+Sampler = Callable[..., Generation]
+Writer = Callable[[str, str], None]  # (file name in the run directory, text)
+
+
+class Completions:
+    """Single-turn: a prompt rendered from each row, n completions per prompt, scored by the reward
+    pool (`reward.functions`, the task's judge among them)."""
+
+    method = "generate"
+    episodes = False
+
+    def __init__(self, cfg: Config, task: Task) -> None:
+        self.cfg, self.task = cfg, task
+        self.judge: str | None = task.judge  # the reward actors start with it
+        self.correct_key, self.eval_keys = task.correct_key, task.eval_keys
+        self.max_len = cfg.rollout.max_tokens  # a sample's length limit (overlong shaping)
+
+    def rows(self) -> tuple[list[dict], list[dict]]:
+        return self.task.rows()
+
+    def items(self, tokenizer: Any, rows: list[dict]) -> list:
+        """What the worker method takes for `rows`."""
+        return [self.task.render_prompt(tokenizer, r) for r in rows]
+
+    def sampling(self) -> dict[str, Any]:
+        """The worker method's arguments besides the items and the sampling settings."""
+        return {}
+
+    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation) -> ScoreResult:
+        flat_rows = [row for row, g in zip(rows, gen.groups) for _ in g]
+        return pool.score(ScoreRequest(prompts=[row["prompt"] for row in flat_rows],
+                                       completions=[s.text for s in gen.samples],
+                                       columns=self.task.columns(flat_rows)))
+
+    def stats(self, samples: list[Sample]) -> dict[str, float]:
+        """Statistics of a step's samples besides the batch statistics every workload has."""
+        return {}
+
+    def warmup_examples(self, tokenizer: Any, rows: list[dict]) -> tuple[list[dict], list[tuple], Any]:
+        """(the rows the examples come from, (prompt, target) examples, the drill or None)."""
+        targets = self.task.warmup_rows(rows)
+        return targets, [(self.task.render_prompt(tokenizer, r), r["solution"]) for r in targets], None
+
+    def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
+        return probe_sequence(self.task, tokenizer, rows)
+
+    def eval_table(self, sample: Sampler, tokenizer: Any, rows: list[dict], temperature: float,
+                   tag: str, write: Writer | None = None) -> dict:
+        """The task's eval table of one answer per held-out row (greedy at temperature 0)."""
+        gen = sample(self.items(tokenizer, rows), n=1, temperature=temperature, seed=0)
+        return self.task.evaluate(rows, [g[0].text for g in gen.groups])
+
+
+# Score keys that count, not rate: metrics of their own (episode_metrics), not reward parts.
+_COUNTS = ("turns", "tool_calls", "tool_errors")
+
+
+class Episodes(Completions):
+    """Agent episodes: n episodes per row played against the task's environment, each scored by the
+    environment's trajectory score (its `total` the reward, its `success` the judge); no reward actors
+    start, only the environment saw what happened."""
+
+    method = "play_episodes"
+    episodes = True
+
+    def __init__(self, cfg: Config, task: Task) -> None:
+        super().__init__(cfg, task)
+        self.judge, self.correct_key, self.eval_keys = None, "success", EPISODE_EVAL_KEYS
+        self.max_len = cfg.env.max_turns * cfg.rollout.max_tokens
+
+    def rows(self) -> tuple[list[dict], list[dict]]:
+        return self.task.episode_rows()
+
+    def items(self, tokenizer: Any, rows: list[dict]) -> list:
+        return rows
+
+    def sampling(self) -> dict[str, Any]:
+        e = self.cfg.env
+        return {"task": self.cfg.task, "max_turns": e.max_turns, "max_context": e.max_context}
+
+    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation) -> ScoreResult:
+        scores = [s.episode.score for s in gen.samples]
+        return ScoreResult(rewards=[sc["total"] for sc in scores],
+                           breakdowns=[{k: v for k, v in sc.items() if k not in _COUNTS} for sc in scores],
+                           failed=[False] * len(scores))
+
+    def stats(self, samples: list[Sample]) -> dict[str, float]:
+        return episode_metrics(samples)
+
+    def warmup_examples(self, tokenizer: Any, rows: list[dict]) -> tuple[list[dict], list[tuple], Any]:
+        """The task's scripted trajectories of the episode rows played against its environment (the
+        policy's turns learned, the observations not), after the entity drill when configured."""
+        from learner.warmup import Drill
+
+        examples, d = trajectory_examples(self.cfg, self.task, tokenizer, rows), self.cfg.train.warmup.drill
+        drill = None
+        if d.steps or d.mix:
+            drilled = drill_examples(self.task, tokenizer, d.rows)
+            if not drilled:
+                raise ValueError(f"train.warmup.drill: task {self.task.name!r} "
+                                 f"gave no drill rows out of {d.rows}")
+            drill = Drill(drilled, d.steps, d.batch_size, d.mix)
+        return rows, examples, drill
+
+    def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
+        """The first scripted turn of the first row's episode: what every push is checked with."""
+        (prompt, completion, _), = trajectory_examples(self.cfg, self.task, tokenizer, rows[:1])
+        return prompt, completion[:64]
+
+    def eval_table(self, sample: Sampler, tokenizer: Any, rows: list[dict], temperature: float,
+                   tag: str, write: Writer | None = None) -> dict:
+        """One episode per held-out row (greedy at temperature 0); with `write`, every one is kept in
+        episodes_<tag>.jsonl."""
+        samples = sample(rows, n=1, temperature=temperature, seed=0).samples
+        if write is not None:
+            lines = [json.dumps({"id": r.get("id"), "category": r.get(self.task.group_column),
+                                 "messages": s.episode.messages, "turns": s.episode.turns,
+                                 "truncated": s.truncated, "score": s.episode.score}, ensure_ascii=False)
+                     for r, s in zip(rows, samples, strict=True)]
+            write(f"episodes_{tag}.jsonl", "\n".join(lines) + "\n")
+        return episode_eval(rows, samples, self.task.group_column)
+
+
+def workload_for(cfg: Config, task: Task) -> Completions:
+    """Agent episodes with `env.enabled`, single-turn completions otherwise."""
+    return Episodes(cfg, task) if cfg.env.enabled else Completions(cfg, task)
