@@ -64,7 +64,7 @@ class RolloutWorker:
         from transformers import AutoTokenizer
         from vllm import LLM
 
-        from actors import vllm_lean, vllm_tap
+        from actors import cpu_binding, vllm_lean, vllm_tap
 
         vllm_lean.install()
         self.cfg, self.lora_cfg, self.worker_index = cfg, lora_cfg, worker_index
@@ -86,6 +86,9 @@ class RolloutWorker:
             kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
         else:
             kwargs.update(enforce_eager=True, kv_cache_memory_bytes=cfg.kv_cache_memory_bytes)
+            # Tensor parallelism on the CPU: each rank's threads on cores this worker reserved, not a
+            # NUMA node each (actors/cpu_binding.py).
+            cpu_binding.set_thread_binding(cfg.tensor_parallel_size, cfg.num_cpus, worker_index)
         if cfg.serve_mode == "adapter":
             kwargs.update(enable_lora=True, max_lora_rank=_lora_rank_slot(lora_cfg.r), max_loras=2)
         _quiet_vllm()

@@ -63,7 +63,14 @@ class LearnerWeights:
             return None
         prompt, completion = self._probe
         packed = pack([prompt], [completion], self.pad_id)
-        return completion_scores(self.engine, packed, output_layer(self.engine))[0][0].tolist()
+        # In eval mode: the workers serve the weights without LoRA dropout, and after a training step the
+        # engine is in train mode, where a dropout above 0 would make every probe differ.
+        training = self.engine.training
+        self.engine.eval()
+        try:
+            return completion_scores(self.engine, packed, output_layer(self.engine))[0][0].tolist()
+        finally:
+            self.engine.train(training)
 
     # ---- checkpoints ------------------------------------------------------------------------------
     def save_state(self, path: str) -> None:

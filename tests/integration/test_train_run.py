@@ -36,11 +36,11 @@ def test_short_run(world, stage, tmp_path, ray_local):
     coord = Coordinator(cfg, str(tmp_path / "run"))
     try:
         coord.setup()
-        probe = coord.eval_rows[:6]
-        before = [g[0].token_ids for g in coord._generate(probe, n=1, temperature=0.0).groups]
+        probe = coord.work.items(coord.tokenizer, coord.eval_rows[:6])
+        before = [g[0].token_ids for g in coord._sample(probe, n=1, temperature=0.0).groups]
         coord.evaluate("before")
         rows = [coord.train_step() for _ in range(cfg.train.steps)]
-        after = [g[0].token_ids for g in coord._generate(probe, n=1, temperature=0.0).groups]
+        after = [g[0].token_ids for g in coord._sample(probe, n=1, temperature=0.0).groups]
         coord.evaluate("after")
         summary = coord.finish()
     finally:

@@ -75,6 +75,24 @@ def test_exported_lora_is_peft_shaped(learner):
     assert sum(".lora_A." in k for k in keys) == sum(".lora_B." in k for k in keys) == len(keys) // 2
 
 
+def test_the_probe_is_scored_without_lora_dropout(tiny_paths, ray_local):
+    """The workers serve the weights without dropout; a probe scored in train mode (where a training step
+    leaves the engine) would differ from theirs on every push, and from itself."""
+    model_cfg = ModelConfig(lora=LoraConfig(r=4, alpha=8, dropout=0.5))
+    actor = ray_local.remote(Learner).options(num_cpus=1).remote(
+        str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), model_cfg,
+        LearnerConfig(zero_stage=2, lr=1e-2, micro_batch_size=3), AlgorithmConfig())
+    rank = Sync(actor)
+    try:
+        assert rank.setup("127.0.0.1", free_port()) > 0
+        rank.set_probe([1, 5, 6, 7, 2], [11, 12, 13, 14, 15, 16])
+        rank.train_step(_batch([1.0, -1.0, 0.5]))  # LoRA B is no longer 0: dropout would show
+        first, again = rank.export_lora(), rank.export_lora()
+        assert first.probe_logprobs == again.probe_logprobs and len(first.probe_logprobs) == 6
+    finally:
+        ray_local.kill(actor)
+
+
 def test_lr_schedule_reaches_the_deepspeed_optimizer(tiny_paths, ray_local):
     # Linear decay over one RL step: step 1 at the full lr, step 2 (past the end) at lr 0. If the
     # scheduler's lr did not reach the optimizer ZeRO wraps, the second step would still move weights.
