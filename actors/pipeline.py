@@ -69,10 +69,9 @@ class Pipeline:
     def land(self) -> None:
         """Collect the batch started ahead (after the update, before the push)."""
         if self._pending is not None:
-            rows, pending, t = self._pending
-            self._pending = None
-            self.next = Batch(rows, self.finish(pending), 0.0)
-            self.next.seconds = time.perf_counter() - t
+            (rows, pending, t), self._pending = self._pending, None
+            gen = self.finish(pending)
+            self.next = Batch(rows, gen, time.perf_counter() - t)
 
     def state_dict(self) -> dict | None:
         return generation_state(self.next.rows, self.next.gen) if self.next else None
