@@ -21,11 +21,11 @@ MAX_SAMPLES_PER_STEP = 65536
 
 class DrillConfig(Section):
     """Agent runs (`env.enabled`): the task's entity drill before the warm-up proper. A drill row is a
-    request as an episode's first prompt, then the drill's own instruction, and as the target only the
-    parameters of the calls it asks for (`Task.episode_drill`): every target token is a lookup of
-    something the request names. A random tiny model learns that lookup in about a thousand dense drill
-    steps; from whole trajectories, where the entities are a few tokens among many, it learns it only
-    after about 2,000 warm-up steps (docs/experiments.md)."""
+    request under its own instruction and, as the target, only the parameters of the calls it asks for
+    (`Task.episode_drill`): every target token is a lookup of something the request names. A random tiny
+    model learns that lookup in about a thousand dense drill steps; from whole trajectories, where the
+    entities are a few tokens among many, it learns it only after about 2,000 warm-up steps
+    (docs/experiments.md)."""
 
     steps: int = Field(0, ge=0)
     """Drill steps before the warm-up's own (0: no drill)."""

@@ -31,9 +31,8 @@ EPISODE_KINDS = {**KINDS, "balance_refusal": balance_refusal}
 EPISODE_WEIGHTS = {**KIND_WEIGHTS, "balance_refusal": 0.14}
 
 DRILL_SYSTEM = "List the parameters of the tool calls this request needs: one JSON object per call, in order."
-"""The entity drill's instruction (`drill_target`), given after an episode's first prompt (`AGENT_SYSTEM`
-and the request): the model learns the lookup in the context an episode has, and the prompt the short
-answer follows is never an episode's own."""
+"""The entity drill's instruction (`drill_target`): its own, so that the drill's short answer is never
+what the model learns to give an episode's first prompt, which starts with `AGENT_SYSTEM`."""
 
 REFUSAL_WORDS = {
     "zh": ("余额不足", "不足", "不够", "没有转", "未转", "没有提现", "未提现", "无法"),

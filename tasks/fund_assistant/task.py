@@ -21,13 +21,7 @@ from tasks.env import run_episode
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.data import load_jsonl
 from tasks.fund_assistant.env import FundAccountEnv
-from tasks.fund_assistant.episodes import (
-    AGENT_SYSTEM,
-    DRILL_SYSTEM,
-    EPISODE_KINDS,
-    drill_target,
-    episode_rows,
-)
+from tasks.fund_assistant.episodes import DRILL_SYSTEM, EPISODE_KINDS, drill_target, episode_rows
 from tasks.fund_assistant.generator import apply_seed_label_bug, generate
 from tasks.fund_assistant.prompting import SYSTEM_PROMPTS, render_prompt
 from tasks.fund_assistant.rewards import MultistepGTReward
@@ -161,18 +155,14 @@ class FundAssistantTask(Task):
 
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Requests of `n` episodes from their own random stream (a held-out request is left out, and so
-        is one whose calls take no parameters), each as an episode's first prompt (`AGENT_SYSTEM`, the
-        request) followed by `DRILL_SYSTEM`, with `drill_target`: the lookup is learned where an episode
-        needs it, after the agent's instruction, and the closing instruction keeps its short answer apart
-        from an episode's first turn."""
+        is one whose calls take no parameters) under `DRILL_SYSTEM`, each with `drill_target`."""
         held = {r["request"] for r in self.episode_rows()[1]}
         drill = []
         for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill"):
             target = drill_target(r)
             if target and r["request"] not in held:
-                drill.append(([{"role": "system", "content": AGENT_SYSTEM},
-                               {"role": "user", "content": r["request"]},
-                               {"role": "system", "content": DRILL_SYSTEM}],
+                drill.append(([{"role": "system", "content": DRILL_SYSTEM},
+                               {"role": "user", "content": r["request"]}],
                               target))
         return drill
 

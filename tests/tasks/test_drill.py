@@ -1,5 +1,4 @@
-"""The entity drill (`Task.episode_drill`): each request as an episode's first prompt followed by the
-drill's own instruction, and as the
+"""The entity drill (`Task.episode_drill`): each request under the drill's own instruction, and as the
 target exactly the parameters its correct calls carry, written as a call writes them; no held-out
 request, no target without anything to look up."""
 
@@ -21,10 +20,8 @@ def test_drill_targets_are_the_parameters_of_the_correct_calls():
     task = _task()
     drill = task.episode_drill(300)
     assert 200 < len(drill) < 300  # requests whose calls take no parameters are left out
-    # the episode's first prompt (the agent's instruction, the request), then the drill's instruction
-    frame = [{"role": "system", "content": AGENT_SYSTEM}, {"role": "system", "content": DRILL_SYSTEM}]
-    assert DRILL_SYSTEM != AGENT_SYSTEM and all(
-        [m[0], m[2]] == frame and m[1]["role"] == "user" and len(m) == 3 for m, _ in drill)
+    assert DRILL_SYSTEM != AGENT_SYSTEM and all(m[0] == {"role": "system", "content": DRILL_SYSTEM}
+                                                for m, _ in drill)
     objects = [json.loads(part) for _, t in drill for part in t.replace("} {", "}\n{").splitlines()]
     assert all(o and isinstance(o, dict) for o in objects)
     # a drilled object is byte for byte the params a call writes
