@@ -24,7 +24,10 @@ def _events(run):
 
 
 def test_a_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straight_run(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "tests.faults.lost_node", "--dir", str(tmp_path)], cwd=ROOT,
+    # Six steps with a loss after steps 2, 3 and 4 (`make lost-node`: eight, after 2, 4 and 6), and the
+    # lost nodes added back after 8 s instead of 20: the roles they held still find no room and wait.
+    p = subprocess.run([sys.executable, "-m", "tests.faults.lost_node", "--dir", str(tmp_path), "--steps",
+                        "6", "--workers-at", "3", "--reward-at", "4", "--add-after", "8"], cwd=ROOT,
                        capture_output=True, text=True, timeout=2400)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-6000:]
@@ -38,6 +41,10 @@ def test_a_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straigh
     lost = _events(tmp_path / "lost")
     moved = {e["moved"] for e in lost if e["event"] == "recovered" and e["placed"]}
     assert {"learner", "rollout", "reward"} <= moved, [e for e in lost if e["event"] == "recovered"]
+    # the lost rollout worker had no room until a node came back, 8 s after the loss: it waited for it
+    # (the reward actors, a quarter CPU each, find room on the nodes left)
+    waited = [e["seconds"] for e in lost if e["event"] == "recovered" and e["moved"] == "rollout"]
+    assert waited and min(waited) >= 5, [e for e in lost if e["event"] == "recovered"]
     for role in ("learner", "rollout", "reward"):
         assert f"node removed (holding the {role})" in p.stdout
-    assert p.stdout.count("node added") == 2 and "identical: 8 metrics rows" in p.stdout
+    assert p.stdout.count("node added") == 2 and "identical: 6 metrics rows" in p.stdout

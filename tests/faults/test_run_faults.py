@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import psutil
@@ -18,29 +16,9 @@ import pytest
 
 from observe.faults import fault_summary, format_faults
 from tests.faults.chaos import Chaos, adapter_digest, format_log
-from tests.faults.harness import CANARY, ROOT, STEPS, adapter_fingerprint, same_rows, start
+from tests.faults.harness import CANARY, STEPS, adapter_fingerprint, same_rows, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed, pytest.mark.faults]
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    return tmp_path_factory.mktemp("runs")
-
-
-@pytest.fixture(scope="module")
-def straight(runs):
-    """The straight run; while it is live, a second job is started on its run directory, and the
-    environment of its rollout worker is read (the secret must be there, and nowhere in its output)."""
-    run = start(runs, "straight")
-    run.wait_rows(1)
-    run.second = subprocess.run([sys.executable, "train.py", "--set", f"train.run_dir={runs}", "--set",
-                                 "train.run_name=straight"], cwd=ROOT, capture_output=True, text=True,
-                                timeout=120)
-    run.worker_env = psutil.Process(run.pid("rollout")).environ()
-    assert run.finish() == 0, run.output()
-    assert len(run.rows()) == STEPS
-    return run
 
 
 def test_a_second_job_on_a_live_run_is_refused_and_the_run_goes_on(straight):
