@@ -2,9 +2,9 @@
 
 The straight run shows the placement: the two rollout workers SPREAD over two nodes, the two learner
 ranks PACKed on one. The same run then loses the learner's node (its ranks are placed again on the
-nodes left), a node with a rollout worker and the node with the reward actors (no room is left, so
-what they held waits until a node is added back), and ends with the straight run's rows and adapter
-(`make lost-node` is the same, with its log)."""
+nodes left), a node with a rollout worker (no room is left for it, so it waits until a node is added
+back) and the node with the reward actors, and ends with the straight run's rows and adapter
+(`make lost-node` is the same with eight steps, with its log)."""
 
 from __future__ import annotations
 
