@@ -25,7 +25,7 @@ def _events(run):
 
 def test_a_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straight_run(tmp_path):
     # Six steps with a loss after steps 2, 3 and 4 (`make lost-node`: eight, after 2, 4 and 6), and the
-    # lost nodes added back after 8 s instead of 20: the roles they held still find no room and wait.
+    # lost nodes added back after 8 s instead of 20: the lost rollout worker still finds no room and waits.
     p = subprocess.run([sys.executable, "-m", "tests.faults.lost_node", "--dir", str(tmp_path), "--steps",
                         "6", "--workers-at", "3", "--reward-at", "4", "--add-after", "8"], cwd=ROOT,
                        capture_output=True, text=True, timeout=2400)
