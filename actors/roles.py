@@ -51,17 +51,21 @@ class Roles:
     # ---- start ------------------------------------------------------------------------------------
     def start(self, model_dir: str, tokenizer_dir: str, judge: str | None) -> dict:
         """Learner ranks, rollout workers and reward actors (none without a `judge`: in a run of agent
-        episodes the environment scores them); returns trainable params and placement."""
+        episodes the environment scores them); returns trainable params and placement.
+
+        The three groups are placed in that order (so placement is what it always was), and each is
+        waited for only once all are starting: the workers build their vLLM engines while the learner
+        ranks set up DeepSpeed, instead of after (docs/architecture.md#start-up). A learner that fails
+        is still reported before a worker that fails: the learner is waited for first."""
         self.model_dir, self.tokenizer_dir = model_dir, tokenizer_dir
-        trainable = self.start_learners()
         c = self.cfg
+        self.learners = self._learner_group()
         self.rollout = self._group(
             "rollout", c.rollout.num_workers, c.rollout.placement_strategy, c.rollout.num_cpus,
             c.rollout.num_gpus,
             c.rollout.num_threads, lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
                                               {"dtype": c.model.dtype, "worker_index": i,
                                                "seed": c.train.seed}))
-        self._wait(self.rollout, self.rollout.call("ready"), "rollout", c.rollout.start_timeout_s)
         self.pool: RewardPool | None = None
         if judge is not None:
             functions = [(f.name, f.weight) for f in c.reward.functions]
@@ -69,18 +73,27 @@ class Roles:
                                        lambda i: ((functions, c.reward.timeout_s),
                                                   {"index": i, "judge": judge}))
             self.pool = RewardPool(reward_group, c.reward.timeout_s, len(functions) + 1, self.recovering)
+        trainable = self._set_up_learners()
+        self._wait(self.rollout, self.rollout.call("ready"), "rollout", c.rollout.start_timeout_s)
+        if self.pool is not None:
             self.pool.wait_ready()
         return {"trainable_params": trainable, "placement": self.placement()}
 
     def start_learners(self) -> int:
         """A learner group (a new rendezvous port each time: a broken group cannot be rejoined)."""
+        self.learners = self._learner_group()
+        return self._set_up_learners()
+
+    def _learner_group(self) -> ActorGroup:
         c, world = self.cfg, self.cfg.learner.world_size
-        self.learners = self._group(
+        return self._group(
             "learner", world, c.learner.placement_strategy, c.learner.num_cpus, c.learner.num_gpus,
             c.learner.num_threads,
             lambda i: ((self.model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
                                               {"rank": i, "world_size": world, "seed": c.train.seed,
                                                "rl_steps": c.train.steps}))
+
+    def _set_up_learners(self) -> int:
         addr, port = self.learner_call("rendezvous", ranks=[0])[0]
         trainable = self.learner_call("setup", addr, port)
         if self.probe is not None:
