@@ -49,6 +49,7 @@ from configs.root import Config
 from contracts.types import ScoreResult
 from learner.learner import Learner
 from models.tiny import resolve_model
+from models.tokenizers import load_tokenizer
 from observe.ray_metrics import RayMetrics
 from observe.run_log import RunLog
 from observe.tracking import open_trackers
@@ -99,9 +100,7 @@ class Coordinator(RunState):
         self.train_rows, self.eval_rows = self.work.rows()
         paths = resolve_model(self.cfg.model, *self.task.tokenizer_text(episodes=self.work.episodes))
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)
-        from transformers import AutoTokenizer
-
-        self.tokenizer = AutoTokenizer.from_pretrained(self.tokenizer_dir)
+        self.tokenizer = load_tokenizer(self.tokenizer_dir)
         if self.cfg.train.warmup.enabled:
             warm = self.run.dir / "warmup_model"
             if resume and (warm / "config.json").exists():

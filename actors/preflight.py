@@ -230,14 +230,13 @@ def _task(cfg: Config) -> list[str]:
 
 
 def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:
-    from transformers import AutoTokenizer
-
     from models.tiny import resolve_model
+    from models.tokenizers import load_tokenizer
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
         paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
-        tok = AutoTokenizer.from_pretrained(str(paths.tokenizer_dir))
+        tok = load_tokenizer(paths.tokenizer_dir)
     except OSError as e:
         return ["model.name: cannot load the tokenizer of "
                 f"{cfg.model.tokenizer or cfg.model.name} offline ({e})"]
