@@ -28,6 +28,7 @@ from configs.learner import LearnerConfig
 from configs.model import ModelConfig
 from contracts.identity import node_identity
 from contracts.types import TrainBatch
+from learner.build_tools import clear_stale_build_locks, use_environment_ninja
 from learner.micro_batches import (
     SUMMED,
     Norm,
@@ -94,6 +95,8 @@ class Learner(LearnerWeights):
 
     def setup(self, master_addr: str, master_port: int) -> int:
         """Join the process group and build the engine. Returns the number of trainable parameters."""
+        use_environment_ninja()  # before DeepSpeed builds or loads its ops (learner/build_tools.py)
+        clear_stale_build_locks()
         import deepspeed
         from deepspeed.accelerator import get_accelerator
 
