@@ -5,9 +5,6 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ngrpo-installed
 ARGS ?=
 PYTEST_ARGS ?=
-# Two test workers (pytest-xdist): a run's set-up leaves a core idle about a third of the time. Each
-# test module is one unit, longest first (tests/scheduling.py). `make test PYTEST_PAR=` runs serially.
-PYTEST_PAR ?= -n 2 --dist loadgroup --no-loadscope-reorder
 
 .PHONY: install run test bench chaos lost-node prometheus clean
 
@@ -25,7 +22,7 @@ run: install
 	$(PY) train.py $(ARGS)
 
 test: install
-	$(PY) -m pytest $(PYTEST_PAR) $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
 BENCH_STAMP := $(VENV)/.ngrpo-bench-installed
 

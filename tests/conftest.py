@@ -48,11 +48,3 @@ def ray_local():
              log_to_driver=False)
     yield ray
     ray.shutdown()
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
-def pytest_collection_modifyitems(items):
-    """Units of work for the two test workers, longest first (tests/scheduling.py)."""
-    from tests.scheduling import arrange
-
-    arrange(items)

@@ -18,7 +18,6 @@ from tasks.base import load_task
 from tasks.fund_assistant.trajectories import touched_by
 from tests.actors.scripted_worker import scripted_worker
 from tests.actors.test_coordinator import RecordingLearner
-from tests.scheduling import ONE_THREAD
 
 pytestmark = pytest.mark.deepspeed
 
@@ -26,8 +25,7 @@ AGENT = ["task.options.n_episodes=40", "rollout.n=4", "train.prompts_per_step=4"
          "learner.micro_batch_size=16", "train.warmup.steps=3", "train.warmup.batch_size=4",
          "train.progress=false",
          "train.steps=3", "train.checkpoint_every=2", "env.max_turns=5", "train.warmup.drill.steps=2",
-         "train.warmup.drill.rows=20", "train.warmup.drill.batch_size=4", "train.warmup.drill.mix=1",
-         *ONE_THREAD]
+         "train.warmup.drill.rows=20", "train.warmup.drill.batch_size=4", "train.warmup.drill.mix=1"]
 
 
 def _script(task):

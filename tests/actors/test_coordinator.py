@@ -20,14 +20,13 @@ from learner.learner import Learner
 from observe.schema import METRICS, lookup
 from tasks.base import load_task
 from tests.actors.scripted_worker import scripted_worker
-from tests.scheduling import ONE_THREAD
 
 pytestmark = pytest.mark.deepspeed
 
 SMALL = [
     "task.options.n_single=40", "task.options.n_multistep_samples=20", "rollout.n=4", "rollout.max_tokens=96",
     "train.prompts_per_step=4", "train.eval_limit=4", "learner.lr=0.02", "learner.micro_batch_size=16",
-    "train.warmup.enabled=false", "train.progress=false", *ONE_THREAD,
+    "train.warmup.enabled=false", "train.progress=false",
 ]
 
 

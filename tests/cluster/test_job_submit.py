@@ -25,7 +25,6 @@ from pathlib import Path
 import pytest
 
 from cluster.runtime import ROOT
-from tests.scheduling import ONE_THREAD
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
@@ -36,7 +35,6 @@ OVERRIDES = [
     "rollout.kv_cache_memory_bytes=67108864", "train.prompts_per_step=4", "train.steps=3",
     "train.eval_limit=12",
     "train.warmup.enabled=false", "algorithm.ngrpo.mode=on", f"train.run_name={RUN}", "train.progress=false",
-    *ONE_THREAD,
 ]
 
 

@@ -20,8 +20,6 @@ from pathlib import Path
 
 import psutil
 
-from tests.scheduling import ONE_THREAD
-
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
 CANARY = "tok_CANARY_5e8d1b7a93"  # a secret in cluster.env_vars
@@ -32,16 +30,15 @@ SETTINGS = [
     "learner.call_timeout_s=60", "learner.lr=0.02", "algorithm.ngrpo.mode=dynamic",
     "task.options.n_single=200", "task.options.n_multistep_samples=100",
     f"cluster.env_vars.NGRPO_TEST_SECRET={CANARY}",  # reaches every role; must show up in no output
-    *ONE_THREAD,
 ]
 
 
 @dataclass
-class Finished:
-    """What a run leaves: its directory and the driver's log (readable from any process)."""
-
+class Run:
     run_dir: Path
+    proc: subprocess.Popen
     log: Path  # the driver's stdout and stderr (a file: a pipe would fill up and block it)
+    tree: list[psutil.Process] = field(default_factory=list)  # the driver's processes (Ray's too)
 
     def rows(self) -> list[dict]:
         path = self.run_dir / "metrics.jsonl"
@@ -64,17 +61,6 @@ class Finished:
     def pid(self, role: str, index: int = 0) -> int:
         return self.events("placement")[-1][role][index]["pid"]
 
-    def output(self) -> str:
-        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
-
-
-@dataclass
-class Run(Finished):
-    """A run being driven: the driver's process and, once it is up, the processes it started."""
-
-    proc: subprocess.Popen
-    tree: list[psutil.Process] = field(default_factory=list)  # the driver's processes (Ray's too)
-
     def wait_rows(self, n: int, timeout: float = 300) -> None:
         t = time.monotonic()
         while len(self.rows()) < n:
@@ -91,6 +77,9 @@ class Run(Finished):
             return self.proc.wait(timeout=timeout)
         finally:
             self.cleanup()
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
 
     def kill_driver(self) -> None:
         """kill -9 of the driver, then of what it started (a local Ray outlives a killed driver)."""
@@ -125,7 +114,7 @@ def start(parent: Path, name: str, *extra: str, steps: int = STEPS, config: str 
     with open(log, "w") as out:
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    return Run(parent / name, log, proc)
+    return Run(parent / name, proc, log)
 
 
 def same_rows(a: list[dict], b: list[dict]) -> None:

@@ -35,42 +35,35 @@ def test_a_secret_reaches_the_roles_and_no_file_or_log_of_the_run(straight):
     assert CANARY not in straight.output()  # the driver's output, with what Ray forwarded from the roles
 
 
-def _recovers(runs, request, name: str, role: str, sig: int, after_rows: int):
+def _recovers(runs, straight, name: str, role: str, sig: int, after_rows: int):
     """Start run `name`, send `sig` to its `role` process after `after_rows` rows; the run must finish
-    with the straight run's rows. Returns the run and the straight run."""
+    with the straight run's rows."""
     run = start(runs, name)
     run.wait_rows(after_rows)
     os.kill(run.pid(role), sig)
     assert run.finish() == 0, run.output()
-    straight = _straight(request)
     same_rows(straight.rows(), run.rows())  # steps after a rollback ran again, rows not doubled
-    return run, straight
+    return run
 
 
-def _straight(request):
-    """The session's straight run (tests/faults/conftest.py), asked for once this test's faulted run is
-    over: the other test worker may be building it meanwhile."""
-    return request.getfixturevalue("straight")
-
-
-def test_a_killed_rollout_worker_is_replaced_and_its_share_regenerated(runs, request):
-    run, straight = _recovers(runs, request, "worker-kill9", "rollout", signal.SIGKILL, 2)
+def test_a_killed_rollout_worker_is_replaced_and_its_share_regenerated(runs, straight):
+    run = _recovers(runs, straight, "worker-kill9", "rollout", signal.SIGKILL, 2)
     rec = run.events("recovery")
     assert len(rec) == 1 and rec[0]["role"] == "rollout" and "ActorDiedError" in rec[0]["cause"]
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
     assert "rollout-0 on node" in (run.run_dir / "report" / "report.md").read_text()  # a line in the report
 
 
-def test_a_hung_rollout_worker_misses_its_deadline_and_is_replaced(runs, request):
-    run, straight = _recovers(runs, request, "worker-sigstop", "rollout", signal.SIGSTOP, 2)
+def test_a_hung_rollout_worker_misses_its_deadline_and_is_replaced(runs, straight):
+    run = _recovers(runs, straight, "worker-sigstop", "rollout", signal.SIGSTOP, 2)
     rec = run.events("recovery")
     assert len(rec) == 1 and rec[0]["role"] == "rollout" and "no answer within 15s" in rec[0]["cause"]
 
 
-def test_a_killed_learner_rank_rebuilds_the_group_from_the_newest_checkpoint(runs, request):
+def test_a_killed_learner_rank_rebuilds_the_group_from_the_newest_checkpoint(runs, straight):
     """Killed during step 2, before its checkpoint: back to the checkpoint of step 0, whose policy is the
     base model, which the workers (serving step 1's) must serve again (`serve_base`)."""
-    run, straight = _recovers(runs, request, "learner-kill9", "learner", signal.SIGKILL, 1)
+    run = _recovers(runs, straight, "learner-kill9", "learner", signal.SIGKILL, 1)
     (lost,) = run.events("recovery")
     assert lost["role"] == "learner"
     back = run.events("rollback")
@@ -81,7 +74,7 @@ def test_a_killed_learner_rank_rebuilds_the_group_from_the_newest_checkpoint(run
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
 
 
-def test_sigterm_to_the_driver_stops_cleanly_and_the_run_resumes(runs, request):
+def test_sigterm_to_the_driver_stops_cleanly_and_the_run_resumes(runs, straight):
     run = start(runs, "sigterm")
     run.wait_rows(3)
     os.kill(run.proc.pid, signal.SIGTERM)  # what `ray job stop` sends first
@@ -93,19 +86,17 @@ def test_sigterm_to_the_driver_stops_cleanly_and_the_run_resumes(runs, request):
     assert (run.run_dir / "checkpoints" / newest / "COMPLETE").exists()
     again = start(runs, "sigterm")
     assert again.finish() == 0, again.output()
-    straight = _straight(request)
     same_rows(straight.rows(), again.rows())
     assert adapter_fingerprint(again.run_dir) == adapter_fingerprint(straight.run_dir)
 
 
-def test_kill9_of_the_driver_then_resume_gives_the_straight_run(runs, request):
+def test_kill9_of_the_driver_then_resume_gives_the_straight_run(runs, straight):
     run = start(runs, "driver-kill9")
     run.wait_rows(3)
     run.kill_driver()
     again = start(runs, "driver-kill9")
     assert again.finish() == 0, again.output()
     assert "resuming from" in again.output()
-    straight = _straight(request)
     same_rows(straight.rows(), again.rows())
     assert adapter_fingerprint(again.run_dir) == adapter_fingerprint(straight.run_dir)
 
@@ -141,20 +132,19 @@ def _kill_when_up(run, marker: str, timeout: float = 300) -> int:
     raise AssertionError(f"no {marker} process within {timeout}s")
 
 
-def test_kill9_of_the_learner_during_set_up_is_survived(runs, request):
+def test_kill9_of_the_learner_during_set_up_is_survived(runs, straight):
     """Lost before the first checkpoint: the driver starts a new coordinator on a fresh run. (A loss
     during a resumed run's set-up, or of the coordinator itself, is in the chaos test below.)"""
     run = start(runs, "setup-kill9")
     _kill_when_up(run, "Learner")
     assert run.finish() == 0, run.output()
-    straight = _straight(request)
     same_rows(straight.rows(), run.rows())
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
     assert "starting the coordinator again from the start" in run.output()
     assert [e["role"] for e in run.events("recovery")] == ["coordinator"]
 
 
-def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, request):
+def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, straight):
     """A short `make chaos`: kill -9 of the learner, then of its replacement while it recovers, of the
     coordinator (set up again from a checkpoint), then, as far as the six steps go, of a process writing
     a checkpoint, of one doing a push and of a worker; the run ends with the straight run's rows and
@@ -163,7 +153,6 @@ def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, requ
                   kinds=["learner", "recovery", "coordinator", "checkpoint", "push", "rollout"])
     run = chaos.play()
     print(format_log(chaos.log))
-    straight = _straight(request)
     same_rows(straight.rows(), run.rows())
     assert adapter_digest(run.run_dir) == adapter_digest(straight.run_dir)
     done = [e for e in chaos.log if e["role"] != "missed"]

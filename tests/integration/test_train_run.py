@@ -12,7 +12,6 @@ import pytest
 from actors.coordinator import Coordinator
 from configs.loader import load_config
 from observe.schema import lookup
-from tests.scheduling import ONE_THREAD
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
@@ -28,7 +27,6 @@ def _config(world: int, stage: int, tmp_path, staleness: int = 0):
                                     "rollout.kv_cache_memory_bytes=67108864",
         "train.prompts_per_step=4", "train.steps=3", "train.eval_limit=12", "train.warmup.enabled=false",
         "algorithm.ngrpo.mode=on", "reward.num_actors=2", f"train.run_dir={tmp_path}", "learner.lr=0.05",
-        *ONE_THREAD,
     ])
 
 

@@ -31,7 +31,6 @@ import pytest
 from cluster.runtime import ROOT
 from observe.grafana import PANELS, dashboard
 from observe.prometheus import command, sd_file, write_config
-from tests.scheduling import ONE_THREAD
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
@@ -39,7 +38,7 @@ BIN = Path(sys.executable).parent
 TOKEN = secrets.token_hex(16)
 SHORT = ["rollout.n=4", "rollout.max_tokens=24", "rollout.kv_cache_memory_bytes=67108864",
          "train.prompts_per_step=4", "train.eval_limit=8", "train.warmup.enabled=false",
-         "train.progress=false", *ONE_THREAD]
+         "train.progress=false"]
 FAILING = "tests.observe.test_prometheus:fails_on_some"
 RUNS = {  # run name → (preset, overrides)
     "prom-text": ("tiny-cpu", [
