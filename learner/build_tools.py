@@ -4,7 +4,7 @@ DeepSpeed builds its CPU ops (the shared-memory all-reduce) on first use, with w
 finds first, into a persistent folder (`TORCH_EXTENSIONS_DIR`, cluster/runtime.py). Two ninja versions
 keep build logs that do not agree (1.11 and 1.13 hash a command differently), so a rank started from a
 shell whose PATH finds the system's ninja and one whose PATH finds the environment's each took the other's
-build for stale and compiled the op again: two compilers for 35-65 s at the start of the learner, every
+build for stale and compiled the op again: two compilers for 35-85 s at the start of the learner, every
 time the two kinds of start alternated (a `ray start` from the environment's bin folder, then a
 `python train.py`). The environment's own ninja (DeepSpeed depends on the `ninja` package) goes first.
 
