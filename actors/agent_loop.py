@@ -77,7 +77,9 @@ def first_prompt_ids(tokenizer: Any, messages: list[dict]) -> list[int]:
     return tokenizer(text)["input_ids"]
 
 
-class _Live:
+class LiveEpisode:
+    """One episode being played: its sample so far and its environment."""
+
     def __init__(self, env: Environment, row: dict, tokenizer: Any, version: int) -> None:
         self.env = env
         messages = list(env.reset(row))
@@ -88,15 +90,51 @@ class _Live:
     def sequence(self) -> list[int]:
         return self.sample.prompt_ids + self.sample.token_ids
 
-    def add(self, ids: list[int], logprobs: list[float] | None) -> None:
+    def add(self, ids: list[int], logprobs: list[float] | None, versions: list[int] | None = None) -> None:
+        """Append a turn's ids: the policy's (with their logprobs, and in a stream the version that
+        sampled each) or the environment's (`logprobs` None)."""
         s = self.sample
         s.token_ids += ids
         s.loss_mask += [1 if logprobs is not None else 0] * len(ids)
         s.logprobs += list(logprobs) if logprobs is not None else [0.0] * len(ids)
+        if s.versions is not None:
+            s.versions += versions if versions is not None else [s.versions[-1] if s.versions else
+                                                                  s.policy_version] * len(ids)
 
     def end(self, truncated: bool) -> None:
         self.done = True
         self.sample.finish_reason = "length" if truncated else "stop"
+
+    def after_turn(self, ids: list[int], logprobs: list[float], tokenizer: Any, wrap: Wrapper,
+                   max_context: int, versions: list[int] | None = None) -> None:
+        """The policy's turn `ids` went to the environment: the episode ends (it says so, its
+        `max_turns`, or no room for another turn in `max_context`) or its observation is appended."""
+        eos = tokenizer.eos_token_id
+        self.add(list(ids), list(logprobs), versions)
+        text = tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=False)
+        episode = self.sample.episode
+        episode.messages.append({"role": "assistant", "content": text})
+        result = self.env.step(text)
+        episode.turns.append(result.info)
+        if result.done or len(episode.turns) >= self.env.max_turns:
+            self.end(truncated=not result.done)
+            return
+        observation = result.observation or ""
+        close = wrap.close
+        if ids and ids[-1] == eos and close.startswith(tokenizer.eos_token):
+            close = close[len(tokenizer.eos_token):]  # the policy sampled the end-of-turn token itself
+        self.add(encode_exact(tokenizer, close + wrap.before + observation + wrap.after), None)
+        episode.messages.append({"role": OBSERVATION_ROLE, "content": observation})
+        if len(self.sequence()) >= max_context:
+            self.end(truncated=True)
+
+    def finish(self, tokenizer: Any, offsets: bool) -> Sample:
+        """The finished episode's sample: its score, text and (for DART) token offsets."""
+        s = self.sample
+        s.episode.score = self.env.score()
+        s.text = tokenizer.decode(s.token_ids, skip_special_tokens=True)
+        s.offsets = token_char_offsets(tokenizer, s.token_ids) if offsets else None
+        return s
 
 
 def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any,
@@ -107,33 +145,11 @@ def run_episodes(rows: Sequence[dict], make_env: Callable[[], Environment], toke
     (truncated). `version`: the policy that plays; `offsets`: each token's character span in the
     sample's text too (DART weights per turn)."""
     wrap = Wrapper.of(tokenizer)
-    eos = tokenizer.eos_token_id
-    live = [_Live(make_env(), row, tokenizer, version) for row in rows]
+    live = [LiveEpisode(make_env(), row, tokenizer, version) for row in rows]
     while active := [e for e in live if not e.done]:
         for e, (ids, logprobs) in zip(active, generate([e.sequence() for e in active]), strict=True):
-            e.add(list(ids), list(logprobs))
-            text = tokenizer.decode([t for t in ids if t != eos], skip_special_tokens=False)
-            episode = e.sample.episode
-            episode.messages.append({"role": "assistant", "content": text})
-            result = e.env.step(text)
-            episode.turns.append(result.info)
-            if result.done or len(episode.turns) >= e.env.max_turns:
-                e.end(truncated=not result.done)
-                continue
-            observation = result.observation or ""
-            close = wrap.close
-            if ids and ids[-1] == eos and close.startswith(tokenizer.eos_token):
-                close = close[len(tokenizer.eos_token):]  # the policy sampled the end-of-turn token itself
-            e.add(encode_exact(tokenizer, close + wrap.before + observation + wrap.after), None)
-            episode.messages.append({"role": OBSERVATION_ROLE, "content": observation})
-            if len(e.sequence()) >= max_context:
-                e.end(truncated=True)
-    for e in live:
-        s = e.sample
-        s.episode.score = e.env.score()
-        s.text = tokenizer.decode(s.token_ids, skip_special_tokens=True)
-        s.offsets = token_char_offsets(tokenizer, s.token_ids) if offsets else None
-    return [e.sample for e in live]
+            e.after_turn(ids, logprobs, tokenizer, wrap, max_context)
+    return [e.finish(tokenizer, offsets) for e in live]
 
 
 def scripted_samples(rows: Sequence[dict], make_env: Callable[[], Environment], tokenizer: Any,

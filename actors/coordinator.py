@@ -38,6 +38,7 @@ from actors.rollout_worker import RolloutWorker
 from actors.run_state import RunState
 from actors.setup_steps import difficulty_keep, run_warmup
 from actors.step_data import judge_matrix, rollout_stats, train_batch
+from actors.stream_pipeline import StreamPipeline
 from actors.workloads import workload_for
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
@@ -83,8 +84,24 @@ class Coordinator(RunState):
         self.ray_metrics = RayMetrics(Path(run_dir).name) if self.backend.name == "ray" else None
         self.roles = Roles(cfg, self.backend, self.classes, role_env(cfg.cluster.env_vars),
                            f"{Path(run_dir).name}/", self.recovering)
-        self.pipeline = Pipeline(cfg.train.max_staleness, cfg.train.steps, lambda: self.stream.next_rows(),
-                                 self._launch, lambda pending: self.roles.finish(pending))
+        self.pipeline = self._pipeline()
+
+    def _pipeline(self) -> Pipeline | StreamPipeline:
+        c = self.cfg
+        draw = lambda: self.stream.next_rows()  # noqa: E731 - the prompt stream is built in setup
+        if c.train.pipeline != "stream":
+            return Pipeline(c.train.max_staleness, c.train.steps, draw, self._launch,
+                            lambda pending: self.roles.finish(pending))
+        return StreamPipeline(self.roles, c.train.max_staleness, c.rollout.max_in_flight, c.train.steps, draw,
+                              lambda rows: self.work.items(self.tokenizer, rows), self._stream_args,
+                              lambda: (self.version, self.roles.update_ref), c.rollout.call_timeout_s)
+
+    def _stream_args(self) -> dict[str, Any]:
+        """What each worker's sample stream is started with (`RolloutWorker.stream_start`)."""
+        c = self.cfg
+        return {"n": c.rollout.n, "max_in_flight": c.rollout.max_in_flight,
+                "max_staleness": c.train.max_staleness, "seed": c.train.seed,
+                "offsets": c.algorithm.loss.dart, **self.work.sampling()}
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
         return f"Coordinator({self.run.dir.name})"
@@ -155,7 +172,11 @@ class Coordinator(RunState):
         try:
             try:
                 return self._step()
-            except RoleFailure as failure:  # a worker is replaced inside the step: this is the learner's, or
+            except RoleFailure as failure:
+                if failure.role == "rollout" and self.cfg.train.pipeline == "stream":
+                    why = f"{failure}: a streamed run does not replace a worker in flight yet"
+                    raise self._stop(f"{why}; run the same command again to resume") from None
+                # a worker is replaced inside the step: this is the learner's, or
                 with self.recovering(failure, moved="learner"):  # a replacement's that did not start
                     self.roles.rebuild_learners()
                     self._restore(self.store.latest(), "rollback")
@@ -169,22 +190,25 @@ class Coordinator(RunState):
         self.step += 1
         batch = self.pipeline.take(self.step)  # sampled now, or during the previous update (one-step-off)
         times["generate"] = batch.seconds
-        self.pipeline.check(batch.gen, self.version)
+        trained_at = self.version  # the learner's version before this step's update
+        stale = self.pipeline.check(batch.gen, trained_at)  # stream: samples too old to train on
         with timed(times, "reward"):
             scored = self._score(batch.rows, batch.gen)
         correct = judge_matrix(scored, len(batch.rows), self.work.correct_key)
         stats = self._batch_stats(batch.rows, batch.gen, scored, correct)
-        out = self._algo(batch.gen, scored)
+        out = self._algo(batch.gen, scored, stale)
         self.pipeline.start_next(self.step)  # one-step-off: the next batch is sampled during the update
         with timed(times, "learn"):  # nothing to learn when every reward of the step failed
-            learn = self.roles.learn(train_batch(batch.gen, out, self.version)) if out.valid_samples else None
+            learn = (self.roles.learn(train_batch(batch.gen, out, self.version), self.pipeline.serve_until)
+                     if out.valid_samples else None)
             self._learned = True
         self.pipeline.land()  # the next batch is complete before any push: pushes land between batches
         with timed(times, "sync"):
             sync = self._push(learn)
+        self.pipeline.publish(self.step, self.version, self.roles.update_ref)  # stream: at the due points
         times["step"] = time.perf_counter() - t0
         row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats,
-               **(learn or {}),
+               **(learn or {}), **self.pipeline.metrics(self.step, batch.gen, trained_at, sum(stale or [])),
                **{f"time/{k}": v for k, v in times.items()}}
         return self._record(row)
 
@@ -223,13 +247,16 @@ class Coordinator(RunState):
         stats.update(self.work.stats(gen.samples))
         return stats
 
-    def _algo(self, gen: Generation, scored: ScoreResult) -> StepResult:
-        """`algo_step` on the (G, n) reward matrix; a switch of NGRPO is an event (and a Ray metric)."""
+    def _algo(self, gen: Generation, scored: ScoreResult, stale: list[bool] | None = None) -> StepResult:
+        """`algo_step` on the (G, n) reward matrix (failed rewards and `stale` samples not trained on); a
+        switch of NGRPO is an event (and a Ray metric)."""
         samples = gen.samples
         rewards = torch.tensor(scored.rewards, dtype=torch.float64).view(len(gen.groups), -1)  # (G, n)
         valid = None
-        if any(scored.failed):
-            valid = torch.tensor([not f for f in scored.failed]).view_as(rewards)
+        none = [False] * len(samples)
+        left_out = [f or s for f, s in zip(scored.failed or none, stale or none)]
+        if any(left_out):
+            valid = torch.tensor([not f for f in left_out]).view_as(rewards)
         out = algo_step(rewards, step=self.step, switch=self.switch, algo=self.cfg.algorithm, valid=valid,
                         lengths=[[s.policy_tokens for s in g] for g in gen.groups], max_len=self.work.max_len,
                         texts=[s.text for s in samples], offsets=[s.offsets for s in samples],
@@ -256,6 +283,11 @@ class Coordinator(RunState):
                                  "had a non-finite loss or gradient norm")
             return {"policy_version": self.version}
         self.skipped_in_a_row = 0
+        if self.cfg.train.pipeline == "stream":  # each worker loads it at its due point (the pipeline)
+            update = self.roles.export()
+            self.version = update.version
+            return {"policy_version": self.version, "weights_fingerprint": update.fingerprint,
+                    "push_bytes": update.nbytes}
         served = self.roles.push()
         self.version = served.version
         return {"policy_version": self.version, "weights_fingerprint": served.fingerprint,
@@ -276,6 +308,7 @@ class Coordinator(RunState):
     # ---- evaluation & outputs ---------------------------------------------------------------------
     def evaluate(self, tag: str) -> dict:
         """The held-out eval table of the policy the workers serve now (kept in the checkpoints)."""
+        self.pipeline.stop()  # a stream's requests must not share the engine with the eval's
         limit = self.cfg.train.eval_limit
         rows = self.eval_rows[:limit] if limit else self.eval_rows
         t = time.perf_counter()
@@ -310,6 +343,7 @@ class Coordinator(RunState):
                 "run_dir": str(self.run.dir), "eval_keys": list(self.eval_keys)}
 
     def shutdown(self) -> None:
+        self.pipeline.stop()
         self.roles.shutdown()
         self.run.close()
 

@@ -60,6 +60,19 @@ class Pipeline:
                 raise PushError(f"worker {worker} generated with version {v}; the learner is at "
                                 f"{version} and train.max_staleness is {self.max_staleness}")
 
+    # What only a streamed pipeline does (actors.stream_pipeline); nothing here.
+    def serve_until(self, refs: list) -> None:
+        pass
+
+    def publish(self, step: int, version: int, update_ref: Any) -> None:
+        pass
+
+    def metrics(self, step: int, gen: Generation, version: int, dropped: int) -> dict[str, float]:
+        return {}
+
+    def stop(self) -> int:
+        return 0
+
     def start_next(self, step: int) -> None:
         """One-step-off: draw and launch step `step` + 1's batch now, before step `step`'s update."""
         if self.max_staleness and step < self.last_step:

@@ -151,9 +151,13 @@ class Roles:
         refs = [self.backend.call(a, method, *args) for a in actors]
         return self._wait(self.learners, refs, "learner", timeout or self.cfg.learner.call_timeout_s)
 
-    def learn(self, batch: TrainBatch) -> dict[str, float]:
-        """One update on every rank (the batch travels as one object reference)."""
-        return merge_ranks(self.learner_call("train_step", self.backend.put(batch)))
+    def learn(self, batch: TrainBatch, meanwhile: Callable[[list], None] | None = None) -> dict[str, float]:
+        """One update on every rank (the batch travels as one object reference); `meanwhile(refs)` runs
+        while it does (a streamed pipeline keeps its workers sampling) and returns once refs are ready."""
+        refs = [self.backend.call(a, "train_step", self.backend.put(batch)) for a in self.learners.actors]
+        if meanwhile is not None:
+            meanwhile(refs)
+        return merge_ranks(self._wait(self.learners, refs, "learner", self.cfg.learner.call_timeout_s))
 
     def sample(self, items: list, method: str = "generate", **sampling: Any) -> Generation:
         """n samples per item, split over the workers in order (`launch`, then `finish`)."""
@@ -250,6 +254,15 @@ class Roles:
             raise PushError(f"workers serve different policies after a push: {[vars(s) for s in served]}")
         self.update_ref = export_refs[0]
         return first
+
+    def export(self) -> Served:
+        """The learner's new LoRA, exported and kept (`update_ref`) for the workers to load later, each at
+        its own due point (a streamed pipeline); returns its version, fingerprint and size."""
+        export_refs = self.learners.call("export_lora")
+        update = self._wait(self.learners, export_refs, "learner", self.cfg.learner.call_timeout_s)[0]
+        self.update_ref = export_refs[0]
+        nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
+        return Served(-1, update.version, update.fingerprint, nbytes)
 
     def serve_base(self) -> None:
         """Every worker serves the base model again (the policy of a checkpoint of step 0)."""

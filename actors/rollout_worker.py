@@ -149,11 +149,56 @@ class RolloutWorker:
             return [(list(o.outputs[0].token_ids), lps[0]) for o, lps in zip(outs, logprobs)]
 
         env_task, n = load_task(task), n or self.cfg.n
-        max_context = min(max_context or self.cfg.max_model_len,
-                          self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
         played = run_episodes([r for r in rows for _ in range(n)], lambda: env_task.environment(max_turns),
-                              self.tokenizer, engine, max_context, self.version, offsets)
+                              self.tokenizer, engine, self._context(max_context, max_tokens), self.version,
+                              offsets)
         return self._rollout([played[i * n : (i + 1) * n] for i in range(len(rows))])
+
+    # ---- the sample stream (train.pipeline stream) ------------------------------------------------
+    def stream_start(self, *, n: int, max_in_flight: int, max_staleness: int, seed: int, step: int = 0,
+                     offsets: bool = False, task: TaskConfig | None = None, max_turns: int | None = None,
+                     max_context: int | None = None) -> None:
+        """Start this worker's sample stream (`actors.stream`) at the policy of `step`, which it serves:
+        completions of the prompts it is fed, or with `task` episodes of the rows it is fed."""
+        from actors.engine_stepper import EngineStepper
+        from actors.stream import EpisodeSettings, Streamer
+
+        stepper = EngineStepper(self.llm, lambda m: self._sampling(1, None, m, None),
+                                lambda: self._lora_request, self._tap)
+        episodes = None
+        if task is not None:
+            env_task = load_task(task)
+            episodes = EpisodeSettings(lambda: env_task.environment(max_turns),
+                                       self._context(max_context, None))
+        base = seed * 100_003 + self.worker_index
+        self.stream = Streamer(stepper, self.tokenizer, n=n, max_tokens=self.cfg.max_tokens,
+                               max_in_flight=max_in_flight, max_staleness=max_staleness,
+                               reseed=lambda version: self._reseed(base + 7919 * (version + 1)),
+                               episodes=episodes, offsets=offsets, step=step, version=self.version)
+
+    def stream_feed(self, batch: int, groups: list) -> None:
+        """A batch's groups for this worker (prompts are tokenized here, once)."""
+        if self.stream.episodes is None and groups:
+            ids = self.tokenizer([g.item for g in groups])["input_ids"]
+            for g, prompt in zip(groups, ids, strict=True):
+                g.item = prompt
+        self.stream.feed(batch, groups)
+
+    def stream_advance(self, step: int | None = None):
+        """Go on sampling; with `step`, first take the policy of that step (just loaded, at the due point)."""
+        if step is not None:
+            self.stream.take(step, self.version)
+        return self.stream.advance()
+
+    def stream_stop(self) -> int:
+        """End the stream (the engine is emptied); returns the samples dropped."""
+        stream, self.stream = getattr(self, "stream", None), None
+        return stream.stop() if stream is not None else 0
+
+    def _context(self, max_context: int | None, max_tokens: int | None) -> int:
+        """An episode's token limit: `max_context`, leaving room in the engine for one more turn."""
+        return min(max_context or self.cfg.max_model_len,
+                   self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
 
     def _rollout(self, groups: list[list[Sample]]) -> Rollout:
         return Rollout(groups, self.version, self.worker_index, self.served_fingerprint)

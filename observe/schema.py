@@ -83,6 +83,14 @@ METRICS: tuple[Metric, ...] = (
        "agent episodes: share of completion tokens that are observations (masked)"),
     _m("policy_version_lag_mean", "rollout",
        "mean (learner version - sampling version): 1 in the one-step-off pipeline"),
+    _m("engine_occupancy", "rollout",
+       "stream: running sequences per engine step over rollout.max_in_flight, since the last step"),
+    _m("version_lag_mean", "rollout",
+       "stream: mean (learner version - version that sampled it) per policy token"),
+    _m("version_lag_max", "rollout", "stream: largest version lag of a policy token in the batch", "max"),
+    _m("frac_partial", "rollout", "stream: share of samples whose tokens span more than one policy version"),
+    _m("stale_dropped", "rollout",
+       "stream: samples with a token more than train.max_staleness versions behind (not trained on)", "sum"),
     _m("loss", "learner", "policy loss of the update (summed over ranks' shares)", "sum"),
     _m("grad_norm", "learner", "global gradient norm before clipping"),
     _m("lr", "learner", "learning rate of the update"),
@@ -106,7 +114,8 @@ METRICS: tuple[Metric, ...] = (
     _m("push_bytes", "learner", "bytes of LoRA weights pushed to each worker"),
     _m("probe_gap_max", "rollout", "largest |vLLM - learner| logprob of the probe sequence after the push"),
     _m("time/{phase}", "coordinator", "seconds of each phase of the step: generate, reward, learn, sync; "
-       "step: its wall time (one-step-off: generate ran during the step before)"),
+       "step: its wall time (one-step-off: generate ran during the step before; stream: generate is the "
+       "wait for the batch); weight_wait (stream): workers' seconds at a due point, summed"),
 )
 _EXACT = {m.key: m for m in METRICS if m.tag is None}
 _FAMILIES = {m.prefix: m for m in METRICS if m.tag is not None}

@@ -89,6 +89,9 @@ def summary(rows: list[dict[str, Any]], key: str, last: int = 10) -> dict[str, f
 
 # The coordinator's phases, in the order a step runs them; time/* keys it does not know come after.
 PHASES = ("generate", "reward", "learn", "sync")
+# time/* keys that are not a part of the step's wall time: a streamed pipeline's workers waiting for
+# weights (summed over the workers, beside the step, not inside it).
+NOT_PHASES = ("time/step", "time/weight_wait")
 # Phases timed inside one step add up to at most its wall time; 1 ms of slack for clock reads between them.
 _SLACK_S = 1e-3
 
@@ -130,7 +133,7 @@ def step_times(rows: list[dict[str, Any]]) -> list[StepTime]:
     """
     known = [f"time/{p}" for p in PHASES]
     keys = [k for k in known if any(k in r for r in rows)]
-    keys += [k for k in keys_with_prefix(rows, "time/") if k not in known and k != "time/step"]
+    keys += [k for k in keys_with_prefix(rows, "time/") if k not in known and k not in NOT_PHASES]
     out = []
     for i, r in enumerate(rows, 1):
         phases = {k.split("/", 1)[1]: v for k in keys if (v := numeric(r.get(k))) is not None}

@@ -208,8 +208,32 @@ def test_a_second_pass_over_the_batch_is_off_policy(filtered):
     assert all(not r["ngrpo_active"] for r in rows)
 
 
-def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered, bad_numbers, agent):
-    emitted = {k for r in dynamic[1] + filtered[1] + bad_numbers[1] + agent[1] for k in r}
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory):
+    """train.pipeline stream with in-process roles: the real vLLM worker and the real learner."""
+    cfg = load_config("tiny-cpu", [*SMALL, "train.steps=3", "train.pipeline=stream", "train.max_staleness=1",
+                                   "rollout.max_in_flight=8", "train.eval_before=false"])
+    coord = Coordinator(cfg, str(tmp_path_factory.mktemp("streamed") / "run"), backend=LocalBackend())
+    try:
+        coord.setup()
+        rows = [coord.train_step() for _ in range(cfg.train.steps)]
+        coord.evaluate("after")
+    finally:
+        coord.shutdown()
+    return coord, rows
+
+
+def test_a_stream_in_one_process_keeps_its_bound(streamed):
+    """The same stream with every role in this process (the backend unit tests use): each step pushed,
+    the lag reaches k = 1 and never passes it, and nothing was stale."""
+    _, rows = streamed
+    assert [r["policy_version"] for r in rows] == [1, 2, 3]
+    assert [r["version_lag_max"] for r in rows] == [0, 1, 1]
+    assert all(r["stale_dropped"] == 0 and 0.0 < r["engine_occupancy"] <= 1.0 for r in rows)
+
+
+def test_every_schema_key_is_emitted_by_some_run(dynamic, filtered, bad_numbers, agent, streamed):
+    emitted = {k for r in dynamic[1] + filtered[1] + bad_numbers[1] + agent[1] + streamed[1] for k in r}
     declared = {m.key for m in METRICS}
     unused = {k for k in declared if not any(lookup(e).key == k for e in emitted)}
     assert not unused, f"the schema declares keys no run emits: {sorted(unused)}"

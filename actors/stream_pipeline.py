@@ -1,0 +1,223 @@
+"""The coordinator's side of `train.pipeline: stream`: batches fed ahead, weights handed over at due points.
+
+Every worker runs its own sample stream (`actors.stream`): the coordinator feeds it the groups of each
+batch (its share, in order), keeps one `stream_advance` call in flight per worker, and collects the
+groups each call finished. Batch b is drawn from the prompt stream right after step b - 1 - k's push
+(the first 1 + k at the start), so adaptive sampling sees what it would in any run of the same
+config. A worker that stops at its due point for the policy of step p gets that policy as soon as the
+learner has made it (loaded and verified by fingerprint and probe) and goes on; until then it waits,
+and so does its engine. While the learner updates, the coordinator keeps serving the workers
+(`serve_until`), so generation goes on during the update. A step's batch is its groups in index order
+whatever order they finished in: timing decides only who waits, never what is trained.
+
+The numbers the stream adds to a step's row: `engine_occupancy` (running sequences per engine step
+over `rollout.max_in_flight`), the per-token version lag of the batch (mean and max, policy tokens
+only), `frac_partial` (samples whose tokens span more than one version), `stale_dropped` (samples with a
+token more than k versions behind: never trained on; 0 unless something broke the schedule), and
+`time/weight_wait`, the seconds workers stood at a due point waiting for the learner (summed over the
+workers). The seconds the step waited for its batch are its `time/generate`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from actors.errors import RoleFailure
+from actors.generation import Generation, split_evenly
+from actors.pipeline import Batch
+from actors.stream import StreamGroup, StreamReport
+from contracts.types import Sample
+
+POLL_S = 0.05
+
+
+class StreamPipeline:
+    def __init__(self, roles: Any, max_staleness: int, max_in_flight: int, last_step: int,
+                 draw: Callable[[], list[dict]], items: Callable[[list[dict]], list],
+                 start_args: Callable[[], dict], policy: Callable[[], tuple[int, Any]],
+                 timeout_s: float = 600.0) -> None:
+        self.roles, self.k, self.max_in_flight = roles, max_staleness, max_in_flight
+        self.last_step = last_step
+        self.draw, self.items, self.start_args, self.policy = draw, items, start_args, policy
+        self.saved_rows: dict[int, list[dict]] = {}  # drawn before a checkpoint, not yet trained on
+        self.rows: dict[int, list[dict]] = {}
+        self.got: dict[int, dict[int, list[Sample]]] = {}
+        self.calls: dict[int, Any] = {}  # worker → its advance call in flight
+        self.parked: dict[int, tuple[int, float]] = {}  # worker → (step whose policy it waits for, since)
+        self.policies: dict[int, tuple[int, Any]] = {}  # step → (version, update reference or None)
+        self.served: dict[int, int] = {}  # worker → the version it serves
+        self.launched: dict[int, float] = {}  # worker → when its advance call was made
+        self.timeout_s = timeout_s
+        self.fed = 0
+        self.started = False
+        self.occupancy: dict[int, list[int]] = {}  # batch → [engine steps, running sequences summed]
+        self.weight_wait_s = 0.0  # since the last row
+
+    # ---- the coordinator's calls ------------------------------------------------------------------
+    def begin(self, step: int, version: int, update_ref: Any) -> None:
+        """Start every worker's stream at `step` (the policy it serves now) and feed the first batches."""
+        self.policies[step] = (version, update_ref)
+        roles = self.roles
+        for ref in [roles.backend.call(a, "stream_start", step=step, **self.start_args())
+                    for a in roles.rollout.actors]:
+            roles.backend.get(ref)
+        self.fed, self.started = step, True
+        self.served = dict.fromkeys(range(len(roles.rollout.actors)), version)
+        for _ in range(1 + self.k):
+            self._feed()
+        for w in range(len(roles.rollout.actors)):
+            self._launch(w)
+
+    def take(self, step: int) -> Batch:
+        """Step `step`'s batch, its groups in index order (waiting for the workers as long as needed)."""
+        t = time.perf_counter()
+        if not self.started:
+            self.begin(step - 1, *self.policy())
+        while len(self.got.get(step, {})) < len(self.rows[step]):
+            if not self.calls:
+                raise RuntimeError(f"the stream stalled: no worker samples and batch {step} is incomplete")
+            self._serve([])
+        waited = time.perf_counter() - t
+        got = self.got.pop(step)
+        groups = [got[i] for i in range(len(got))]
+        versions = [v for g in groups for s in g for v in (s.versions or [s.policy_version])]
+        return Batch(self.rows.pop(step), Generation(groups, [min(versions)]), waited)
+
+    def serve_until(self, refs: list) -> None:
+        """Keep the workers going until `refs` (the learner's update) are ready."""
+        while self.roles.backend.wait(refs, timeout=0)[1]:
+            self._serve(refs)
+
+    def publish(self, step: int, version: int, update_ref: Any) -> None:
+        """The policy of `step` (a new version, or the last one again after a skipped update): handed to
+        the workers waiting for it, and the batch it allows is drawn and fed."""
+        self.policies[step] = (version, update_ref)
+        self._feed()
+        for w, (due, _) in list(self.parked.items()):
+            if due <= step:
+                self._resume(w)
+
+    def check(self, gen: Generation, version: int) -> list[bool]:
+        """Per sample: a policy token more than k versions behind the learner's `version` (not trained on)."""
+        return [version - min(_policy_versions(s), default=version) > self.k for s in gen.samples]
+
+    def metrics(self, step: int, gen: Generation, version: int, dropped: int) -> dict[str, float]:
+        """The stream's part of step `step`'s row (see the module docstring)."""
+        lags = [version - v for s in gen.samples for v in _policy_versions(s)]
+        steps, running = self.occupancy.pop(step, (0, 0))
+        row = {
+            # the engine steps that finished this batch (on each worker, since its previous batch)
+            "engine_occupancy": running / max(1, steps) / self.max_in_flight,
+            "version_lag_mean": sum(lags) / max(1, len(lags)), "version_lag_max": max(lags, default=0),
+            "frac_partial": sum(len(set(_policy_versions(s))) > 1 for s in gen.samples)
+            / max(1, len(gen.samples)),
+            "stale_dropped": dropped, "time/weight_wait": self.weight_wait_s,
+        }
+        self.weight_wait_s = 0.0
+        return row
+
+    def stop(self) -> int:
+        """End every worker's stream (before an eval, a rollback, the end); returns the samples dropped."""
+        if not self.started:
+            return 0
+        roles, dropped = self.roles, 0
+        for ref in self.calls.values():
+            try:
+                roles.backend.get(ref, timeout=self.timeout_s)
+            except Exception:  # noqa: BLE001 - a worker that failed: its stream is gone with it
+                pass
+        for a in roles.rollout.actors:
+            try:
+                dropped += roles.backend.get(roles.backend.call(a, "stream_stop"), timeout=self.timeout_s)
+            except Exception:  # noqa: BLE001
+                pass
+        self.calls.clear()
+        self.parked.clear()
+        self.rows.clear()
+        self.got.clear()
+        self.started = False
+        return dropped
+
+    def start_next(self, step: int) -> None:  # the stream samples ahead on its own
+        pass
+
+    def land(self) -> None:
+        pass
+
+    def state_dict(self) -> dict:
+        """The batches drawn ahead and not yet trained on: a resumed run feeds these rows again. (Their
+        samples in flight are not kept: a resumed stream samples them again from the checkpoint's policy.)"""
+        return {"rows": {str(b): rows for b, rows in {**self.saved_rows, **self.rows}.items()}}
+
+    def load_state_dict(self, state: dict | None) -> None:
+        self.stop()
+        self.saved_rows = {int(b): rows for b, rows in (state or {}).get("rows", {}).items()}
+
+    # ---- inside ---------------------------------------------------------------------------------
+    def _feed(self) -> None:
+        b = self.fed + 1
+        if b > self.last_step:
+            return
+        rows = self.saved_rows.pop(b) if b in self.saved_rows else self.draw()
+        self.rows[b], self.got[b], self.fed = rows, {}, b
+        groups = [StreamGroup(b, i, item) for i, item in enumerate(self.items(rows))]
+        shares = split_evenly(groups, len(self.roles.rollout.actors))
+        for w, actor in enumerate(self.roles.rollout.actors):  # queued behind the worker's advance call
+            self.roles.backend.call(actor, "stream_feed", b, shares.get(w, []))
+
+    def _launch(self, w: int, step: int | None = None) -> None:
+        self.calls[w] = self.roles.backend.call(self.roles.rollout.actors[w], "stream_advance", step)
+        self.launched[w] = time.perf_counter()
+
+    def _resume(self, w: int) -> None:
+        """Worker `w` is at its due point and the policy it waits for is published: load it, go on."""
+        due, since = self.parked.pop(w)
+        version, ref = self.policies[due]
+        if ref is not None and version != self.served[w]:
+            self.roles.load([w], ref)
+            self.served[w] = version
+        self.weight_wait_s += time.perf_counter() - since
+        self._launch(w, due)
+
+    def _serve(self, also: list) -> None:
+        """Wait a moment for any worker's answer (or one of `also`), and act on it."""
+        refs = [*self.calls.values(), *also]
+        if not refs:
+            time.sleep(POLL_S)
+            return
+        ready, _ = self.roles.backend.wait(refs, timeout=POLL_S)
+        now = time.perf_counter()
+        for w, since in self.launched.items():
+            if w in self.calls and self.calls[w] not in ready and now - since > self.timeout_s:
+                raise RoleFailure("rollout", w, None, f"no answer within {self.timeout_s:.0f}s")
+        for w in [w for w, ref in self.calls.items() if ref in ready]:
+            try:
+                report: StreamReport = self.roles.backend.get(self.calls.pop(w))
+            except Exception as e:
+                cause = self.roles.backend.actor_failure(e)
+                if cause is None:
+                    raise
+                raise RoleFailure("rollout", w, None, cause) from None
+            for b, (steps, running) in report.occupancy.items():
+                self.occupancy.setdefault(b, [0, 0])
+                self.occupancy[b][0] += steps
+                self.occupancy[b][1] += running
+            for g in report.groups:
+                self.got[g.batch][g.index] = g.samples
+            if report.due is not None:
+                self.parked[w] = (report.due, time.perf_counter())
+                if report.due in self.policies:
+                    self._resume(w)
+            elif report.hungry is None:
+                self._launch(w)  # a batch finished: go on at once
+
+
+def _policy_versions(s: Sample) -> list[int]:
+    """The versions that sampled the policy's own tokens of `s`."""
+    if s.versions is None:
+        return [s.policy_version]
+    if s.loss_mask is None:
+        return list(s.versions)
+    return [v for v, m in zip(s.versions, s.loss_mask) if m]
