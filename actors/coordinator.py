@@ -94,13 +94,15 @@ class Coordinator(RunState):
                             lambda pending: self.roles.finish(pending))
         return StreamPipeline(self.roles, c.train.max_staleness, c.rollout.max_in_flight, c.train.steps, draw,
                               lambda rows: self.work.items(self.tokenizer, rows), self._stream_args,
-                              lambda: (self.version, self.roles.update_ref), c.rollout.call_timeout_s)
+                              lambda: (self.version, self.roles.update_ref), c.rollout.call_timeout_s,
+                              c.train.checkpoint_every)
 
     def _stream_args(self) -> dict[str, Any]:
         """What each worker's sample stream is started with (`RolloutWorker.stream_start`)."""
         c = self.cfg
         return {"n": c.rollout.n, "max_in_flight": c.rollout.max_in_flight,
                 "max_staleness": c.train.max_staleness, "seed": c.train.seed,
+                "drain_every": c.train.checkpoint_every,
                 "offsets": c.algorithm.loss.dart, **self.work.sampling()}
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix

@@ -157,7 +157,7 @@ class RolloutWorker:
     # ---- the sample stream (train.pipeline stream) ------------------------------------------------
     def stream_start(self, *, n: int, max_in_flight: int, max_staleness: int, seed: int, step: int = 0,
                      offsets: bool = False, task: TaskConfig | None = None, max_turns: int | None = None,
-                     max_context: int | None = None) -> None:
+                     max_context: int | None = None, drain_every: int = 0) -> None:
         """Start this worker's sample stream (`actors.stream`) at the policy of `step`, which it serves:
         completions of the prompts it is fed, or with `task` episodes of the rows it is fed."""
         from actors.engine_stepper import EngineStepper
@@ -174,7 +174,8 @@ class RolloutWorker:
         self.stream = Streamer(stepper, self.tokenizer, n=n, max_tokens=self.cfg.max_tokens,
                                max_in_flight=max_in_flight, max_staleness=max_staleness,
                                reseed=lambda version: self._reseed(base + 7919 * (version + 1)),
-                               episodes=episodes, offsets=offsets, step=step, version=self.version)
+                               episodes=episodes, offsets=offsets, step=step, version=self.version,
+                               drain_every=drain_every)
 
     def stream_feed(self, batch: int, groups: list) -> None:
         """A batch's groups for this worker (prompts are tokenized here, once)."""

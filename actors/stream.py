@@ -17,6 +17,9 @@ What decides the numbers depends only on counts in the stream, never on timing:
   their tokens so far as the prompt — a partial rollout, continued under the new policy. The sampler
   is reseeded there, so what follows a due point depends only on (weights, samples in flight, queue,
   seed), not on the engine's past.
+- At the due point of a checkpoint's step (`drain_every`: `train.checkpoint_every`) the samples in
+  flight finish first (no new group starts): a checkpoint then holds finished groups and groups not yet
+  started, never half a sample, and a resumed run continues exactly where the straight run did.
 So every token of a sample in batch b was sampled by a policy between steps b - 1 - k and b - 1: at
 most k versions behind the learner that trains on it.
 
@@ -103,10 +106,10 @@ class Streamer:
 
     def __init__(self, stepper: Stepper, tokenizer: Any, *, n: int, max_tokens: int, max_in_flight: int,
                  max_staleness: int, reseed: Callable[[int], None], episodes: EpisodeSettings | None = None,
-                 offsets: bool = False, step: int = 0, version: int = 0) -> None:
+                 offsets: bool = False, step: int = 0, version: int = 0, drain_every: int = 0) -> None:
         self.stepper, self.tokenizer, self.n, self.max_tokens = stepper, tokenizer, n, max_tokens
         self.max_in_flight, self.k, self.reseed = max_in_flight, max_staleness, reseed
-        self.episodes, self.offsets = episodes, offsets
+        self.episodes, self.offsets, self.drain_every = episodes, offsets, drain_every
         self.wrap = Wrapper.of(tokenizer) if episodes else None
         self.queue: deque[StreamGroup] = deque()
         self.fed_through = 0  # the last batch fed
@@ -147,6 +150,8 @@ class Streamer:
                 if kind == "due":
                     self._pause()
                     report.due = value
+                    if self._drains(value):  # a checkpoint's cut: nothing in flight, counts from zero
+                        self._steps = self._running = 0
                 else:
                     report.hungry = value
                 break
@@ -195,9 +200,16 @@ class Streamer:
         if self._allowed(nxt):
             return None if self.queue or self.flights else ("hungry", nxt)
         step = nxt - 1 - self.k  # the policy the next group needs
-        if all(left == 0 for b, left in self.left.items() if b <= step):
+        if all(left == 0 for b, left in self.left.items() if b <= step) and not (
+                self.flights and self._drains(step)):
             return "due", step
-        return None  # the flights of batches up to `step` finish first
+        return None  # the flights of batches up to `step` (at a checkpoint's cut: all) finish first
+
+    def _drains(self, step: int) -> bool:
+        """Whether the due point of `step`'s policy is a checkpoint's cut: the worker lets every sample in
+        flight finish first, so what a checkpoint of step `step` must hold of the stream is the groups
+        finished and the groups not started, never a sample half done."""
+        return bool(self.drain_every) and step % self.drain_every == 0
 
     def _start(self, group: StreamGroup) -> None:
         key = (group.batch, group.index)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import asdict
 from typing import Any
 
 from actors.errors import RoleFailure
@@ -37,7 +38,7 @@ class StreamPipeline:
     def __init__(self, roles: Any, max_staleness: int, max_in_flight: int, last_step: int,
                  draw: Callable[[], list[dict]], items: Callable[[list[dict]], list],
                  start_args: Callable[[], dict], policy: Callable[[], tuple[int, Any]],
-                 timeout_s: float = 600.0) -> None:
+                 timeout_s: float = 600.0, checkpoint_every: int = 0) -> None:
         self.roles, self.k, self.max_in_flight = roles, max_staleness, max_in_flight
         self.last_step = last_step
         self.draw, self.items, self.start_args, self.policy = draw, items, start_args, policy
@@ -52,8 +53,15 @@ class StreamPipeline:
         self.timeout_s = timeout_s
         self.fed = 0
         self.started = False
-        self.occupancy: dict[int, list[int]] = {}  # batch → [engine steps, running sequences summed]
+        # batch → worker → [engine steps, running sequences summed over them]
+        self.occupancy: dict[int, dict[int, list[int]]] = {}
+        self.owner: dict[tuple[int, int], int] = {}  # (batch, index) → the worker it was fed to
         self.weight_wait_s = 0.0  # since the last row
+        self.every, self.taken = checkpoint_every, 0
+        # checkpoint step → worker → (the groups it had sent at its cut, its occupancy counts then)
+        self.cuts: dict[int, dict[int, tuple[set, dict]]] = {}
+        self.done: set[int] = set()  # workers whose stream ran dry (every group fed to them sent)
+        self.restored: dict | None = None  # a checkpoint's stream, to begin from
 
     # ---- the coordinator's calls ------------------------------------------------------------------
     def begin(self, step: int, version: int, update_ref: Any) -> None:
@@ -63,10 +71,14 @@ class StreamPipeline:
         for ref in [roles.backend.call(a, "stream_start", step=step, **self.start_args())
                     for a in roles.rollout.actors]:
             roles.backend.get(ref)
-        self.fed, self.started = step, True
+        self.fed, self.started, self.taken = step, True, step
         self.served = dict.fromkeys(range(len(roles.rollout.actors)), version)
+        state, self.restored = self.restored or {}, None
+        sent = {(b, i): g for b, got in state.get("got", {}).items() for i, g in got.items()}
+        for b, per_worker in state.get("occupancy", {}).items():
+            self.occupancy[b] = per_worker
         for _ in range(1 + self.k):
-            self._feed()
+            self._feed(sent)
         for w in range(len(roles.rollout.actors)):
             self._launch(w)
 
@@ -80,6 +92,7 @@ class StreamPipeline:
                 raise RuntimeError(f"the stream stalled: no worker samples and batch {step} is incomplete")
             self._serve([])
         waited = time.perf_counter() - t
+        self.taken = step
         got = self.got.pop(step)
         groups = [got[i] for i in range(len(got))]
         versions = [v for g in groups for s in g for v in (s.versions or [s.policy_version])]
@@ -106,7 +119,8 @@ class StreamPipeline:
     def metrics(self, step: int, gen: Generation, version: int, dropped: int) -> dict[str, float]:
         """The stream's part of step `step`'s row (see the module docstring)."""
         lags = [version - v for s in gen.samples for v in _policy_versions(s)]
-        steps, running = self.occupancy.pop(step, (0, 0))
+        counts = self.occupancy.pop(step, {}).values()
+        steps, running = sum(c[0] for c in counts), sum(c[1] for c in counts)
         row = {
             # the engine steps that finished this batch (on each worker, since its previous batch)
             "engine_occupancy": running / max(1, steps) / self.max_in_flight,
@@ -133,10 +147,8 @@ class StreamPipeline:
                 dropped += roles.backend.get(roles.backend.call(a, "stream_stop"), timeout=self.timeout_s)
             except Exception:  # noqa: BLE001
                 pass
-        self.calls.clear()
-        self.parked.clear()
-        self.rows.clear()
-        self.got.clear()
+        for name in ("calls", "parked", "rows", "got", "occupancy", "owner", "cuts", "done"):
+            getattr(self, name).clear()
         self.started = False
         return dropped
 
@@ -147,16 +159,46 @@ class StreamPipeline:
         pass
 
     def state_dict(self) -> dict:
-        """The batches drawn ahead and not yet trained on: a resumed run feeds these rows again. (Their
-        samples in flight are not kept: a resumed stream samples them again from the checkpoint's policy.)"""
-        return {"rows": {str(b): rows for b, rows in {**self.saved_rows, **self.rows}.items()}}
+        """What a checkpoint after the last step taken holds of the stream: the rows drawn ahead, and at a
+        checkpoint's step (`train.checkpoint_every`) the groups each worker had finished when it reached
+        its cut (its due point of that step's policy, where nothing is in flight: `actors.stream`) with
+        their occupancy counts. A resumed run feeds each worker the groups it had not finished and goes
+        on exactly as the straight run did. Any other time (a stop between checkpoints) the rows only:
+        their samples are drawn again from the checkpoint's policy."""
+        rows = {str(b): r for b, r in {**self.saved_rows, **self.rows}.items()}
+        step = self.taken
+        if not (self.started and self.every and step % self.every == 0):
+            return {"rows": rows}
+        while any(w not in self.cuts.get(step, {}) and w not in self.done for w in self.served):
+            self._serve([])  # the workers get to their cuts (waiting for nothing else)
+        cuts = {w: self.cuts.get(step, {}).get(w) or self._sent_by(w, step) for w in self.served}
+        got: dict[str, dict[str, list]] = {}
+        occ: dict[str, dict[str, list[int]]] = {}
+        for w, (keys, counts) in sorted(cuts.items()):
+            for b, i in sorted(keys):
+                got.setdefault(str(b), {})[str(i)] = [asdict(s) for s in self.got[b][i]]
+            for b, c in counts.items():
+                occ.setdefault(str(b), {})[str(w)] = c
+        for old in [s for s in self.cuts if s <= step]:
+            del self.cuts[old]
+        return {"rows": rows, "step": step, "got": got, "occupancy": occ}
 
     def load_state_dict(self, state: dict | None) -> None:
         self.stop()
-        self.saved_rows = {int(b): rows for b, rows in (state or {}).get("rows", {}).items()}
+        state = state or {}
+        self.saved_rows = {int(b): rows for b, rows in state.get("rows", {}).items()}
+        self.restored = None
+        if "got" in state:
+            self.restored = {
+                "got": {int(b): {int(i): [Sample.from_dict(s) for s in g] for i, g in got.items()}
+                        for b, got in state["got"].items()},
+                "occupancy": {int(b): {int(w): list(c) for w, c in per.items()}
+                              for b, per in state["occupancy"].items()}}
 
     # ---- inside ---------------------------------------------------------------------------------
-    def _feed(self) -> None:
+    def _feed(self, sent: dict | None = None) -> None:
+        """Draw the next batch (or take the checkpoint's rows) and feed each worker its share; `sent`:
+        groups a checkpoint holds as finished, which are not sampled again."""
         b = self.fed + 1
         if b > self.last_step:
             return
@@ -165,7 +207,18 @@ class StreamPipeline:
         groups = [StreamGroup(b, i, item) for i, item in enumerate(self.items(rows))]
         shares = split_evenly(groups, len(self.roles.rollout.actors))
         for w, actor in enumerate(self.roles.rollout.actors):  # queued behind the worker's advance call
-            self.roles.backend.call(actor, "stream_feed", b, shares.get(w, []))
+            share = shares.get(w, [])
+            self.owner.update({(b, g.index): w for g in share})
+            if sent:
+                self.got[b].update({g.index: sent[(b, g.index)] for g in share if (b, g.index) in sent})
+                share = [g for g in share if (b, g.index) not in sent]
+            self.roles.backend.call(actor, "stream_feed", b, share)
+
+    def _sent_by(self, w: int, step: int) -> tuple[set, dict]:
+        """The groups of batches after `step` that worker `w` has sent, and its occupancy counts of them."""
+        keys = {(b, i) for b, got in self.got.items() if b > step for i in got if self.owner[(b, i)] == w}
+        counts = {b: list(per[w]) for b, per in self.occupancy.items() if b > step and w in per}
+        return keys, counts
 
     def _launch(self, w: int, step: int | None = None) -> None:
         self.calls[w] = self.roles.backend.call(self.roles.rollout.actors[w], "stream_advance", step)
@@ -201,11 +254,15 @@ class StreamPipeline:
                     raise
                 raise RoleFailure("rollout", w, None, cause) from None
             for b, (steps, running) in report.occupancy.items():
-                self.occupancy.setdefault(b, [0, 0])
-                self.occupancy[b][0] += steps
-                self.occupancy[b][1] += running
+                c = self.occupancy.setdefault(b, {}).setdefault(w, [0, 0])
+                c[0] += steps
+                c[1] += running
             for g in report.groups:
                 self.got[g.batch][g.index] = g.samples
+            if report.due is not None and self.every and report.due % self.every == 0:
+                self.cuts.setdefault(report.due, {})[w] = self._sent_by(w, report.due)
+            if report.hungry is not None:
+                self.done.add(w)
             if report.due is not None:
                 self.parked[w] = (report.due, time.perf_counter())
                 if report.due in self.policies:
