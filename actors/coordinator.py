@@ -176,8 +176,10 @@ class Coordinator(RunState):
                 return self._step()
             except RoleFailure as failure:
                 if failure.role == "rollout" and self.cfg.train.pipeline == "stream":
-                    why = f"{failure}: a streamed run does not replace a worker in flight yet"
-                    raise self._stop(f"{why}; run the same command again to resume") from None
+                    with self.recovering(failure):  # a stream's worker: replaced, the run goes back to its
+                        self.roles.start_worker_again(failure.index)  # checkpoint (a cut of every stream)
+                        self._restore(self.store.latest(), "rollback")
+                    return None
                 # a worker is replaced inside the step: this is the learner's, or
                 with self.recovering(failure, moved="learner"):  # a replacement's that did not start
                     self.roles.rebuild_learners()

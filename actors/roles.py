@@ -199,6 +199,11 @@ class Roles:
             if self.update_ref is not None:
                 self.load([i], self.update_ref, rollback=True)
 
+    def start_worker_again(self, i: int) -> None:
+        """A new worker in place of worker i, serving the base model (a streamed run then goes back to
+        its checkpoint, whose policy every worker is loaded with)."""
+        self._start_again(i)
+
     def _replace(self, i: int, cause: str) -> None:
         with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
             self._start_again(i)

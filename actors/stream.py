@@ -112,7 +112,7 @@ class Streamer:
         self.episodes, self.offsets, self.drain_every = episodes, offsets, drain_every
         self.wrap = Wrapper.of(tokenizer) if episodes else None
         self.queue: deque[StreamGroup] = deque()
-        self.fed_through = 0  # the last batch fed
+        self.fed_through = step  # the last batch fed (a stream resumed at `step` starts after it)
         self.flights: dict[str, _Flight] = {}
         self.open: dict[tuple[int, int], list[Sample | None]] = {}
         self.left: dict[int, int] = {}  # batch → its groups not finished on this worker

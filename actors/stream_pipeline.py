@@ -62,6 +62,7 @@ class StreamPipeline:
         self.cuts: dict[int, dict[int, tuple[set, dict]]] = {}
         self.done: set[int] = set()  # workers whose stream ran dry (every group fed to them sent)
         self.restored: dict | None = None  # a checkpoint's stream, to begin from
+        self._exact: dict | None = None  # the state of the last checkpoint's cut
 
     # ---- the coordinator's calls ------------------------------------------------------------------
     def begin(self, step: int, version: int, update_ref: Any) -> None:
@@ -149,7 +150,7 @@ class StreamPipeline:
                 pass
         for name in ("calls", "parked", "rows", "got", "occupancy", "owner", "cuts", "done"):
             getattr(self, name).clear()
-        self.started = False
+        self.started, self._exact = False, None
         return dropped
 
     def start_next(self, step: int) -> None:  # the stream samples ahead on its own
@@ -169,7 +170,11 @@ class StreamPipeline:
         step = self.taken
         if not (self.started and self.every and step % self.every == 0):
             return {"rows": rows}
+        if self._exact is not None and self._exact["step"] == step:
+            return self._exact  # asked again (the step after a checkpoint keeps it for a final one)
         while any(w not in self.cuts.get(step, {}) and w not in self.done for w in self.served):
+            if not self.calls:
+                raise RuntimeError(f"the stream stalled before step {step}'s cut: no worker samples")
             self._serve([])  # the workers get to their cuts (waiting for nothing else)
         cuts = {w: self.cuts.get(step, {}).get(w) or self._sent_by(w, step) for w in self.served}
         got: dict[str, dict[str, list]] = {}
@@ -181,7 +186,8 @@ class StreamPipeline:
                 occ.setdefault(str(b), {})[str(w)] = c
         for old in [s for s in self.cuts if s <= step]:
             del self.cuts[old]
-        return {"rows": rows, "step": step, "got": got, "occupancy": occ}
+        self._exact = {"rows": rows, "step": step, "got": got, "occupancy": occ}
+        return self._exact
 
     def load_state_dict(self, state: dict | None) -> None:
         self.stop()

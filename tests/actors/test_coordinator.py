@@ -208,8 +208,8 @@ def test_a_second_pass_over_the_batch_is_off_policy(filtered):
     assert all(not r["ngrpo_active"] for r in rows)
 
 
-STREAM = [*SMALL, "train.steps=4", "train.pipeline=stream", "train.max_staleness=2", "rollout.max_in_flight=6",
-          "train.checkpoint_every=2", "train.eval_before=false", "rollout.max_tokens=32"]
+STREAM = [*SMALL, "train.steps=4", "train.pipeline=stream", "train.max_staleness=2", "rollout.max_tokens=32",
+          "rollout.max_in_flight=6", "train.checkpoint_every=2", "train.eval_before=false"]
 
 
 def _streamed_coordinator(run_dir) -> Coordinator:
