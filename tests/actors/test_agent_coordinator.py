@@ -193,3 +193,23 @@ def test_a_resumed_episode_run_trains_on_the_batch_its_checkpoint_held(pipelined
     for a, b in zip(straight[2:], resumed, strict=True):
         assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
             k: v for k, v in b.items() if not k.startswith("time/")}
+
+
+def test_streamed_episodes_on_the_real_engine(tmp_path):
+    """Agent episodes in train.pipeline stream with the real vLLM worker and learner in this process:
+    every episode is played turn by turn to its end, its policy tokens carry versions within k = 1."""
+    cfg = load_config("tiny-cpu-agent", [*AGENT, "train.warmup.enabled=false", "train.steps=3",
+                                         "train.pipeline=stream", "train.max_staleness=1",
+                                         "rollout.max_in_flight=6", "train.eval_before=false",
+                                         "train.checkpoint_every=2"])
+    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend())
+    try:
+        coord.setup()
+        rows = [coord.train_step() for _ in range(cfg.train.steps)]
+        table = coord.evaluate("after")
+    finally:
+        coord.shutdown()
+    assert [r["policy_version"] for r in rows] == [1, 2, 3]
+    assert [r["version_lag_max"] for r in rows] == [0, 1, 1]
+    assert all(r["episode_turns_mean"] >= 1 and r["stale_dropped"] == 0 for r in rows)
+    assert table["n"] == 6
