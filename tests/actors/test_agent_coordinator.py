@@ -195,14 +195,14 @@ def test_a_resumed_episode_run_trains_on_the_batch_its_checkpoint_held(pipelined
             k: v for k, v in b.items() if not k.startswith("time/")}
 
 
-def test_streamed_episodes_on_the_real_engine(tmp_path):
-    """Agent episodes in train.pipeline stream with the real vLLM worker and learner in this process:
+def test_streamed_episodes_on_the_real_engine(tmp_path, ray_local):
+    """Agent episodes in train.pipeline stream with the real vLLM worker and learner (Ray actors):
     every episode is played turn by turn to its end, its policy tokens carry versions within k = 1."""
     cfg = load_config("tiny-cpu-agent", [*AGENT, "train.warmup.enabled=false", "train.steps=3",
                                          "train.pipeline=stream", "train.max_staleness=1",
                                          "rollout.max_in_flight=6", "train.eval_before=false",
                                          "train.checkpoint_every=2"])
-    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend())
+    coord = Coordinator(cfg, str(tmp_path / "run"))
     try:
         coord.setup()
         rows = [coord.train_step() for _ in range(cfg.train.steps)]
