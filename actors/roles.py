@@ -24,6 +24,7 @@ from actors.reward_pool import RewardPool
 from cluster.actor_group import RETRY_S, ActorGroup
 from cluster.backend import Backend
 from configs.root import Config
+from contracts import lora as lora_io
 from contracts.types import Served, TrainBatch
 from observe.schema import merge_ranks
 
@@ -266,8 +267,7 @@ class Roles:
         export_refs = self.learners.call("export_lora")
         update = self._wait(self.learners, export_refs, "learner", self.cfg.learner.call_timeout_s)[0]
         self.update_ref = export_refs[0]
-        nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
-        return Served(-1, update.version, update.fingerprint, nbytes)
+        return Served(-1, update.version, update.fingerprint, lora_io.nbytes(update.weights))
 
     def serve_base(self) -> None:
         """Every worker serves the base model again (the policy of a checkpoint of step 0)."""

@@ -283,8 +283,7 @@ class RolloutWorker:
             )
         self.version = update.version
         self.served_fingerprint = got
-        nbytes = sum(v.numel() * v.element_size() for v in update.weights.values())
-        return Served(self.worker_index, self.version, got, nbytes, gap)
+        return Served(self.worker_index, self.version, got, lora_io.nbytes(update.weights), gap)
 
     def serve_base(self) -> Served:
         """Serve the bare base model again: the run went back to its checkpoint of step 0, whose policy

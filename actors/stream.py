@@ -31,7 +31,6 @@ scripted one in tests.
 
 from __future__ import annotations
 
-import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -76,8 +75,6 @@ class StreamReport:
     # batch → (engine steps, running sequences summed over them) from the previous batch this worker
     # finished to this one: counted per batch, so a step's occupancy does not depend on timing
     occupancy: dict[int, tuple[int, int]] = field(default_factory=dict)
-    seconds: float = 0.0
-    flights: int = 0  # samples in flight when it stopped
 
 
 @dataclass
@@ -141,7 +138,7 @@ class Streamer:
     def advance(self) -> StreamReport:
         """Run the engine until a batch finishes on this worker, the due point of the next policy, or
         the stream runs dry; returns the finished groups and why it stopped."""
-        report, t0 = StreamReport(), time.perf_counter()
+        report = StreamReport()
         while True:
             self._fill()
             wait = self._waiting_for()
@@ -164,7 +161,6 @@ class Streamer:
                 finished_batch |= self._land(key, ids, lps, reason, report)
             if finished_batch:
                 break
-        report.seconds, report.flights = time.perf_counter() - t0, len(self.flights)
         return report
 
     def stop(self) -> int:

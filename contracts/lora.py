@@ -28,6 +28,11 @@ def fingerprint(weights: dict[str, torch.Tensor]) -> str:
     return h.hexdigest()[:16]
 
 
+def nbytes(weights: dict[str, torch.Tensor]) -> int:
+    """Size of the LoRA weights (what a push moves)."""
+    return sum(v.numel() * v.element_size() for v in weights.values())
+
+
 def base_key(peft_key: str) -> tuple[str, str] | None:
     """`base_model.model.X.q_proj.lora_A.weight` → (`X.q_proj.weight`, "A"); None if not a LoRA key."""
     for side in ("A", "B"):
