@@ -148,7 +148,9 @@ class StreamPipeline:
                 dropped += roles.backend.get(roles.backend.call(a, "stream_stop"), timeout=self.timeout_s)
             except Exception:  # noqa: BLE001
                 pass
-        for name in ("calls", "parked", "rows", "got", "occupancy", "owner", "cuts", "done"):
+        # The policies too: after a rollback the steps after the checkpoint are made again, and a worker
+        # must wait for the new ones (an old one would let it start a batch before it is fed).
+        for name in ("calls", "parked", "policies", "rows", "got", "occupancy", "owner", "cuts", "done"):
             getattr(self, name).clear()
         self.started, self._exact = False, None
         return dropped
