@@ -26,7 +26,7 @@ def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: lis
     if cfg.learner.num_threads:
         env["env_vars"]["OMP_NUM_THREADS"] = str(cfg.learner.num_threads)
     ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), dict(
-        steps=w.steps, lr=w.lr, batch_size=w.batch_size, seed=cfg.train.seed,
+        steps=w.steps, lr=w.lr, lr_final_ratio=w.lr_final_ratio, batch_size=w.batch_size, seed=cfg.train.seed,
         groups=groups if w.balanced else None, drill=drill,
     ), {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
     return backend.get(ref)

@@ -48,6 +48,10 @@ class WarmupConfig(Section):
     """Optimizer steps."""
     lr: float = Field(2e-3, gt=0)
     """Learning rate (full fine-tune of the base weights)."""
+    lr_final_ratio: float = Field(1.0, gt=0.0, le=1.0)
+    """The warm-up's own steps (not the drill's) follow a cosine from `lr` down to `lr` x this (1.0:
+    constant). A decay ends the warm-up on a settled model instead of wherever the last large steps left
+    it."""
     batch_size: int = Field(32, ge=1)
     """Rows per step."""
     balanced: bool = False

@@ -12,13 +12,14 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 import torch
 
+from algo.schedule import lr_factor
 from learner.micro_batches import pad_rows
 from learner.sequences import completion_scores, output_layer, pack
 
@@ -94,13 +95,15 @@ def sft_warmup(
     lr: float,
     batch_size: int,
     seed: int = 0,
+    lr_final_ratio: float = 1.0,
     groups: list[str] | None = None,
     drill: Drill | None = None,
 ) -> dict:
     """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`, or on
     token examples with a loss mask (an agent episode's turns; its observations are not targets); save to
     `out_dir`. With `groups` (one value per example), draws are balanced over the values. With a `drill`,
-    its steps come first (same optimizer) and its `mix` joins every warm-up batch. Returns stats."""
+    its steps come first (same optimizer) and its `mix` joins every warm-up batch; the warm-up's own steps
+    decay from `lr` to `lr` x `lr_final_ratio` along a cosine. Returns stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.perf_counter()
@@ -121,11 +124,13 @@ def sft_warmup(
         extra = []
     data = encode_examples(tok, examples)
     draw = category_sampler(groups, rng) if groups is not None else epoch_sampler(len(examples), rng)
-    losses = train(steps, [(data, draw, batch_size), *extra], "warm-up")
+    losses = train(steps, [(data, draw, batch_size), *extra], "warm-up",
+                   lambda i: lr * lr_factor(i, steps, "cosine", 0, lr_final_ratio))
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     return {
         "warmup_steps": steps,
+        "warmup_lr_last": opt.param_groups[0]["lr"],
         **_ends("warmup", losses),
         "warmup_seconds": time.perf_counter() - t0,
         "warmup_rows": len(examples),
@@ -140,11 +145,15 @@ def _ends(name: str, losses: list[float]) -> dict:
 
 
 def _steps(model, opt, pad_id: int, steps: int, sources: list[tuple[list[TokenExample], Iterator[int], int]],
-           label: str) -> list[float]:
+           label: str, lr_at: Callable[[int], float] | None = None) -> list[float]:
     """`steps` AdamW steps, each on a batch of `count` examples drawn from every (examples, draws, count)
-    source; cross-entropy on the examples' masked-in completion tokens. Returns the losses."""
+    source; cross-entropy on the examples' masked-in completion tokens; `lr_at(step)` sets the learning
+    rate of each step (default: the optimizer's, unchanged). Returns the losses."""
     losses = []
     for step in range(steps):
+        if lr_at is not None:
+            for g in opt.param_groups:
+                g["lr"] = lr_at(step)
         batch = [data[next(draw)] for data, draw, count in sources for _ in range(count)]
         packed = pack([b[0] for b in batch], [b[1] for b in batch], pad_id)
         logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)

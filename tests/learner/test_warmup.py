@@ -64,3 +64,24 @@ def test_the_drill_comes_first_and_joins_every_warm_up_batch(tiny_paths, tiny_to
     mixed, w3 = run("mixed", Drill(drill, steps=0, mix=1))
     assert mixed["warmup_loss_first"] != plain["warmup_loss_first"]  # mixed into the warm-up's batches
     assert any((w0[k] != w3[k]).any() for k in w0)
+
+
+def test_the_warm_up_lr_decays_to_its_final_ratio_not_the_drills(tiny_paths, tiny_tokenizer, tmp_path):
+    tok = tiny_tokenizer
+    examples = encode_examples(tok, [("user\nsend 500 to ACC123", '{"thought": "t"}')] * 2)
+    drill = Drill(encode_examples(tok, [("system\nlist\nuser\nsend 500", '{"amount": 500}')]), steps=2,
+                  batch_size=1)
+
+    def run(name, ratio):
+        out = tmp_path / name
+        stats = sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out),
+                           steps=4, lr=1e-2, batch_size=2, seed=0, drill=drill, lr_final_ratio=ratio)
+        return stats, load_file(str(out / "model.safetensors"))
+
+    constant, w0 = run("constant", 1.0)
+    decayed, w1 = run("decayed", 0.1)
+    assert constant["warmup_lr_last"] == 1e-2
+    assert 1e-3 < decayed["warmup_lr_last"] < 1e-2  # on its way down: the last step still moves
+    assert decayed["drill_loss_last"] == constant["drill_loss_last"]  # the drill runs at the full lr
+    assert decayed["warmup_loss_first"] == constant["warmup_loss_first"]  # the first step at the full lr too
+    assert any((w0[k] != w1[k]).any() for k in w0)
