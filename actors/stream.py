@@ -9,9 +9,12 @@ What decides the numbers depends only on counts in the stream, never on timing:
 - Groups start in the order they were fed (batch by batch, each batch's groups in order).
 - A group of batch b may start once the worker serves the policy of step b - 1 - k (k:
   `train.max_staleness`). The worker takes the policy of step p at its *due point*: when the next group
-  to start belongs to batch p + 1 + k and every group of batches up to p has finished (step p trains on
-  batch p, so the learner cannot make that policy before). It stops there and waits if the policy is
-  late, and never takes a policy early, whenever it arrived.
+  to start belongs to batch p + 1 + k and every group of batches up to max(p, p + k - 1) has finished.
+  Up to p, because step p trains on batch p (the learner cannot make that policy before); up to
+  p + k - 1, because those batches may finish under the policy held (their tokens stay within k) and
+  batch p + 1 is what the learner asks for right after step p: it is ready when the policy is, and
+  the learner's update and the worker's sampling overlap instead of waiting for each other. The worker
+  stops there and waits if the policy is late, and never takes a policy early, whenever it arrived.
 - At a due point the engine is emptied: the samples in flight keep what they sampled (each token
   tagged with the version that sampled it) and are added again, after the new weights are in, with
   their tokens so far as the prompt — a partial rollout, continued under the new policy. The sampler
@@ -196,10 +199,11 @@ class Streamer:
         if self._allowed(nxt):
             return None if self.queue or self.flights else ("hungry", nxt)
         step = nxt - 1 - self.k  # the policy the next group needs
-        if all(left == 0 for b, left in self.left.items() if b <= step) and not (
+        last = max(step, step + self.k - 1)  # batches that finish under the policy held (docstring)
+        if all(left == 0 for b, left in self.left.items() if b <= last) and not (
                 self.flights and self._drains(step)):
             return "due", step
-        return None  # the flights of batches up to `step` (at a checkpoint's cut: all) finish first
+        return None  # the flights of batches up to `last` (at a checkpoint's cut: all) finish first
 
     def _drains(self, step: int) -> bool:
         """Whether the due point of `step`'s policy is a checkpoint's cut: the worker lets every sample in
