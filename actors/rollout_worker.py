@@ -196,6 +196,13 @@ class RolloutWorker:
         stream, self.stream = getattr(self, "stream", None), None
         return stream.stop() if stream is not None else 0
 
+    def engine_counts(self) -> tuple[int, int] | None:
+        """(engine steps, running sequences summed over them) so far, read from the tap (None without
+        it): a benchmark's measure of how full the engine's batch was, whatever the pipeline."""
+        from actors import vllm_tap
+
+        return vllm_tap.counts() if self._tap else None
+
     def _context(self, max_context: int | None, max_tokens: int | None) -> int:
         """An episode's token limit: `max_context`, leaving room in the engine for one more turn."""
         return min(max_context or self.cfg.max_model_len,

@@ -68,6 +68,7 @@ class Recording:
 
 _recording: Recording | None = None
 _installed = False
+_counts = [0, 0]  # engine steps recorded in this process, and the sequences in their batches (summed)
 
 
 def available(llm: Any) -> bool:
@@ -76,6 +77,12 @@ def available(llm: Any) -> bool:
     if executor is None or type(executor).__name__ != "UniProcExecutor":
         return False
     return not any(llm.collective_rpc(_async_scheduling))
+
+
+def counts() -> tuple[int, int]:
+    """(engine steps, running sequences summed over them) recorded in this process so far: what
+    `make bench` divides into the engine's occupancy, for every pipeline alike."""
+    return _counts[0], _counts[1]
 
 
 def _async_scheduling(worker: Any) -> bool:
@@ -130,6 +137,8 @@ def _tapped_bookkeeping(bookkeeping):
         rec = _recording
         if rec is not None and rec.pending is not None:
             n = sampler_output.sampled_token_ids.shape[0]
+            _counts[0] += 1
+            _counts[1] += n
             rec.steps.append((self.input_batch.req_ids[:n], self.discard_request_mask.np[:n].tolist(),
                               sampler_output.sampled_token_ids[:, 0].tolist(), rec.pending.tolist()))
             rec.pending = None

@@ -13,7 +13,9 @@ Rows:
 - push: the LoRA push (export, transfer, reload, probe) as a share of a synchronous RL step;
 - the RL step: synchronous vs one-step-off, and each vs TRL's GRPOTrainer (HF generate) on the same work;
 - the overlapped step vs max(generate, learn) measured alone at the same threads;
-- the learner: DeepSpeed ZeRO-2 vs the same step code on plain PEFT + AdamW.
+- the learner: DeepSpeed ZeRO-2 vs the same step code on plain PEFT + AdamW;
+- agent episodes (bench/agent.py): RL steps and episodes per second and the engine's occupancy for the
+  `sync`, `one_step_off` and `stream` pipelines on the same work, stream and one-step-off vs sync.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.agent import DESCRIPTION as AGENT_WORK
 from bench.work import DESCRIPTION
 
 SIDES = {
@@ -35,10 +38,13 @@ SIDES = {
     "rl-off": ["rl", "--staleness", "1", "--threads", "1", "1"],
     "trl": ["trl"],
     "learner-ds": ["learner-ds"], "learner-torch": ["learner-torch"],
+    "agent-sync": ["agent", "--pipeline", "sync"], "agent-off": ["agent", "--pipeline", "one_step_off"],
+    "agent-stream": ["agent", "--pipeline", "stream"],
 }
 GROUPS = [("gen-ours", "gen-bare", "gen-bare-lp"), ("rl-sync", "rl-off", "rl-sync-1x1", "trl"),
-          ("learner-ds", "learner-torch")]
-UNITS = {"gen": 3, "rl": 3, "trl": 2, "learner": 3}
+          ("learner-ds", "learner-torch"), ("agent-sync", "agent-off", "agent-stream")]
+UNITS = {"gen": 3, "rl": 3, "trl": 2, "learner": 3, "agent": 3}
+AGENT = {"sync": "agent-sync", "one_step_off": "agent-off", "stream": "agent-stream"}
 
 
 class Side:
@@ -119,7 +125,41 @@ def rows(m: dict[str, Side]) -> list[dict]:
              n("rl-off", "rl-sync-1x1")),
         _row("learner step: DeepSpeed ZeRO-2 vs plain PEFT + AdamW", "s/step", ds, plain, plain / ds, "",
              n("learner-ds", "learner-torch")),
+        *agent_rows(m),
     ]
+
+
+def per_second(s: Side, key: str | None = None) -> float:
+    """Units (or their `key`, summed) per second over every unit the side ran: a pipelined step's
+    seconds vary with what it overlapped, so the rate over all of them, not a median."""
+    return sum(u[key] if key else 1 for u in s.units) / sum(u["seconds"] for u in s.units)
+
+
+def agent_rows(m: dict[str, Side]) -> list[dict]:
+    sync, off, stream = (m[AGENT[p]] for p in ("sync", "one_step_off", "stream"))
+    rate = {k: 1 / per_second(s) for k, s in (("sync", sync), ("off", off), ("stream", stream))}
+    occ = {k: statistics.mean(u["occupancy"] for u in s.units)
+           for k, s in (("sync", sync), ("off", off), ("stream", stream))}
+    n = lambda *ks: min(len(m[k].units) for k in ks)  # noqa: E731
+    return [
+        _row("agent RL step: stream vs synchronous", "s/step", rate["stream"], rate["sync"],
+             rate["sync"] / rate["stream"], ">= 1.25", n("agent-stream", "agent-sync")),
+        _row("agent RL step: one-step-off vs synchronous", "s/step", rate["off"], rate["sync"],
+             rate["sync"] / rate["off"], "", n("agent-off", "agent-sync")),
+        _row("agent engine occupancy: stream vs synchronous", "", occ["stream"], occ["sync"],
+             occ["stream"] / occ["sync"], "", n("agent-stream", "agent-sync")),
+    ]
+
+
+def agent_table(m: dict[str, Side]) -> str:
+    """Per pipeline: RL steps and episodes per second, the engine's occupancy, n."""
+    lines = ["| pipeline (agent episodes) | RL steps/s | episodes/s | engine occupancy | n |",
+             "|---|---|---|---|---|"]
+    for pipeline, name in AGENT.items():
+        s = m[name]
+        lines.append(f"| {pipeline} | {per_second(s):.3g} | {per_second(s, 'samples'):.3g} | "
+                     f"{statistics.mean(u['occupancy'] for u in s.units):.3g} | {len(s.units)} |")
+    return "\n".join(lines) + "\n"
 
 
 def _row(measure: str, unit: str, ours: float, base: float, ratio: float, target: str, n: int) -> dict:
@@ -132,8 +172,9 @@ def _row(measure: str, unit: str, ours: float, base: float, ratio: float, target
 
 
 def markdown(table: list[dict], meta: dict) -> str:
-    lines = [f"Measured {meta['date']} on {meta['machine']}; work: {DESCRIPTION}; medians of n units per "
-             f"side, sides interleaved over {meta['rounds']} rounds.", "",
+    lines = [f"Measured {meta['date']} on {meta['machine']}; work: {DESCRIPTION}; agent rows: "
+             f"{AGENT_WORK}; medians of n units per side (agent: rates over all n), sides interleaved over "
+             f"{meta['rounds']} rounds.", "",
              "| measure | ngrpo-ray | baseline | ratio | target | met | n |", "|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['measure']} | {r['ngrpo_ray']:.3g} {r['unit']} | "
@@ -151,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     measured: dict[str, Side] = {}
     for group in GROUPS:
         print(f"bench: {', '.join(group)} ...", flush=True)
+        if group[0].startswith("agent"):  # the sides start from the same warmed-up policy, made once
+            from bench.agent import warmed_policy
+
+            warmed_policy()
         measured.update(measure(group, args.rounds))
     import os
     import platform
@@ -160,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     table = rows(measured)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    text = markdown(table, meta)
+    text = markdown(table, meta) + "\n" + agent_table(measured)
     (out / "latest.md").write_text(text)
     (out / "latest.json").write_text(json.dumps({"meta": meta, "rows": table,
                                                  "units": {k: s.units for k, s in measured.items()}},

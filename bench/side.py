@@ -1,6 +1,6 @@
 """One side of a benchmark, in its own process, driven line by line by `bench.run`.
 
-    python -m bench.side KIND [--staleness 0|1] [--threads R L]
+    python -m bench.side KIND [--staleness 0|1] [--threads R L] [--pipeline sync|one_step_off|stream]
 
 Prints `READY {...}` once set up, then answers each `RUN k` line with `DONE {...}` after k units of
 work, and exits on `QUIT`. Each side holds one engine (vLLM initialises torch.distributed per process,
@@ -9,8 +9,9 @@ that the machine's drift hits both sides of a ratio alike.
 
 Kinds: `gen-ours` (a RolloutWorker serving a LoRA, merged), `gen-bare` (a plain `vllm.LLM`, text only),
 `gen-bare-lp` (plain, with the sampled tokens' logprobs too), `rl` (a training run on Ray: one unit is one
-RL step), `trl` (TRL's GRPOTrainer with HF generate: one unit is one optimizer step), `learner-ds` (the
-Learner on DeepSpeed ZeRO-2), `learner-torch` (the same step code on plain PEFT + AdamW).
+RL step), `agent` (the same on agent episodes, `--pipeline`: bench/agent.py), `trl` (TRL's GRPOTrainer
+with HF generate: one unit is one optimizer step), `learner-ds` (the Learner on DeepSpeed ZeRO-2),
+`learner-torch` (the same step code on plain PEFT + AdamW).
 """
 
 from __future__ import annotations
@@ -71,24 +72,48 @@ class Generation:
 
 
 class RL:
-    def __init__(self, staleness: int, threads: tuple[int, int]) -> None:
+    """A training run on Ray, its coordinator in this process: one unit is one RL step."""
+
+    def __init__(self, cfg) -> None:
+        import tempfile
+
         from actors.coordinator import Coordinator
         from cluster.runtime import connect
 
-        cfg = bench_config([f"train.max_staleness={staleness}", f"rollout.num_threads={threads[0]}",
-                            f"learner.num_threads={threads[1]}", f"train.run_name=bench-rl-{staleness}"])
         connect(cfg.cluster)
-        import tempfile
-
         self.coord = Coordinator(cfg, tempfile.mkdtemp(prefix="ngrpo-bench-rl-"))
         self.coord.setup()
+        self.stream = cfg.train.pipeline == "stream"
+        self.samples = cfg.train.prompts_per_step * cfg.rollout.n  # completions or episodes a step
+        workers = cfg.rollout.num_workers
+        # the sequences a worker can have in flight: the stream's bound, or its share of the step's batch
+        self.capacity = (cfg.rollout.max_in_flight if self.stream
+                         else cfg.train.prompts_per_step * cfg.rollout.n / workers)
+
+    def settle(self) -> float:
+        """After a run of units: a streamed worker samples on after its step, so the driver waits for its
+        calls in flight (seconds returned, counted in the last unit) before another side is measured."""
+        t, pipe = time.perf_counter(), self.coord.pipeline
+        while self.stream and pipe.calls and pipe.roles.backend.wait(list(pipe.calls.values()), 1.0)[1]:
+            pass
+        return time.perf_counter() - t
+
+    def _counts(self) -> list[tuple[int, int]]:
+        roles = self.coord.roles
+        return roles.backend.get([roles.backend.call(a, "engine_counts") for a in roles.rollout.actors])
 
     def run(self) -> dict:
+        before = self._counts()
         t = time.perf_counter()
         row = self.coord.train_step()
-        return {"seconds": time.perf_counter() - t, "sync": row["time/sync"],
-                "generate": row["time/generate"],
-                "learn": row["time/learn"], "tokens": row["completion_length"]}
+        seconds = time.perf_counter() - t
+        after = self._counts()
+        steps = sum(a[0] - b[0] for a, b in zip(after, before) if a and b)
+        running = sum(a[1] - b[1] for a, b in zip(after, before) if a and b)
+        return {"seconds": seconds, "sync": row["time/sync"], "generate": row["time/generate"],
+                "learn": row["time/learn"], "tokens": row["completion_length"],
+                "samples": self.samples,
+                "occupancy": running / max(1, steps) / self.capacity}
 
 
 class TRL:
@@ -134,15 +159,22 @@ class LearnerSide:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind",
-                   choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "trl", "learner-ds",
+                   choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "agent", "trl", "learner-ds",
                             "learner-torch"])
+    p.add_argument("--pipeline", choices=["sync", "one_step_off", "stream"], default="sync")
     p.add_argument("--staleness", type=int, default=0)
     p.add_argument("--threads", type=int, nargs=2, default=(2, 2), metavar=("ROLLOUT", "LEARNER"))
     args = p.parse_args(argv)
     if args.kind.startswith("gen-"):
         side = Generation(args.kind)
     elif args.kind == "rl":
-        side = RL(args.staleness, tuple(args.threads))
+        (rollout, learner), k = args.threads, args.staleness
+        side = RL(bench_config([f"train.max_staleness={k}", f"rollout.num_threads={rollout}",
+                                f"learner.num_threads={learner}", f"train.run_name=bench-rl-{k}"]))
+    elif args.kind == "agent":
+        from bench.agent import agent_config, warmed_policy
+
+        side = RL(agent_config(args.pipeline, warmed_policy()))
     elif args.kind == "trl":
         side = TRL()
     else:
@@ -154,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         if not cmd or cmd[0] == "QUIT":
             break
         units = [side.run() for _ in range(int(cmd[1]))]
+        if isinstance(side, RL):
+            units[-1]["seconds"] += side.settle()
         _emit("DONE", {"units": units, "median_seconds": statistics.median(u["seconds"] for u in units)})
     return 0
 

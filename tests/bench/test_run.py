@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.run import markdown, rows
+from bench.run import agent_table, markdown, rows
 
 
 class _Units:
@@ -25,6 +25,11 @@ def test_ratios_and_targets():
         "rl-sync-1x1": _Units([{"seconds": 4.0, "sync": 0.03, "generate": 1.5, "learn": 2.0}]),
         "trl": _Units([{"seconds": 6.0}]),
         "learner-ds": _Units([{"seconds": 2.1}]), "learner-torch": _Units([{"seconds": 2.0}]),
+        # pipelined steps alternate long and short: the agent rows take the rate over all units
+        "agent-sync": _Units([{"seconds": 10.0, "samples": 64, "occupancy": 0.4}] * 2),
+        "agent-off": _Units([{"seconds": 9.0, "samples": 64, "occupancy": 0.3}] * 2),
+        "agent-stream": _Units([{"seconds": 2.0, "samples": 64, "occupancy": 0.9},
+                                {"seconds": 10.0, "samples": 64, "occupancy": 1.0}]),
     }
     table = {r["measure"]: r for r in rows(m)}
     gen = table["generation vs bare vLLM (text only)"]
@@ -34,5 +39,12 @@ def test_ratios_and_targets():
     assert table["RL step: one-step-off vs TRL GRPOTrainer (HF generate)"]["met"] == "yes"  # 6 / 2.2
     over = table["overlapped step / max(generate, learn) alone, 1+1 threads"]
     assert abs(over["ratio"] - 1.1) < 1e-9 and over["met"] == "yes"
+    stream = table["agent RL step: stream vs synchronous"]
+    assert stream["ngrpo_ray"] == 6.0 and abs(stream["ratio"] - 10 / 6) < 1e-9 and stream["met"] == "yes"
+    assert table["agent RL step: one-step-off vs synchronous"]["met"] == ""  # reported, no target
+    assert abs(table["agent engine occupancy: stream vs synchronous"]["ratio"] - 0.95 / 0.4) < 1e-9
     text = markdown(list(table.values()), {"date": "d", "machine": "m", "rounds": 1})
     assert text.count("\n| ") == len(table) + 1  # header + one line per row
+    agents = agent_table(m).splitlines()
+    assert agents[2:] == ["| sync | 0.1 | 6.4 | 0.4 | 2 |", "| one_step_off | 0.111 | 7.11 | 0.3 | 2 |",
+                          "| stream | 0.167 | 10.7 | 0.95 | 2 |"]
