@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from actors.rollout_worker import RolloutWorker
 from actors.stream import Streamer
 from actors.stream_pipeline import StreamPipeline
 from cluster.backend import LocalBackend, LocalRef
@@ -23,8 +24,9 @@ K, STEPS, EVERY, GROUPS = 2, 6, 2, 3
 
 
 class ScriptedWorker:
-    """A rollout worker's stream calls over a scripted engine; its sampler is reseeded (the engine's
-    lengths restart from the version) at every due point, as the real worker's is."""
+    """A rollout worker's stream calls over a scripted engine (advance and stop are the real worker's);
+    its sampler is reseeded (the engine's lengths restart from the version) at every due point, as the
+    real worker's is."""
 
     def __init__(self, tokenizer) -> None:
         self.tokenizer, self.version, self.stream = tokenizer, 0, None
@@ -39,14 +41,9 @@ class ScriptedWorker:
     def stream_feed(self, batch: int, groups: list) -> None:
         self.stream.feed(batch, groups)
 
-    def stream_advance(self, step: int | None = None):
-        if step is not None:
-            self.stream.take(step, self.version)
-        return self.stream.advance()
-
-    def stream_stop(self) -> int:
-        stream, self.stream = self.stream, None
-        return stream.stop() if stream is not None else 0
+    # the real worker's own calls: they only touch `stream` and `version`
+    stream_advance = RolloutWorker.stream_advance
+    stream_stop = RolloutWorker.stream_stop
 
 
 class Deferred(LocalBackend):
