@@ -148,7 +148,8 @@ class Coordinator(RunState):
         targets, examples, drill = self.work.warmup_examples(self.tokenizer, self.train_rows)
         groups = [r[self.task.group_column] for r in targets]
         stats = run_warmup(self.cfg, self.backend, examples, groups, drill,
-                           (self.base_model_dir, self.tokenizer_dir, out))
+                           (self.base_model_dir, self.tokenizer_dir, out),
+                           self.work.entity_swaps(self.tokenizer))
         self.base_model_dir = out
         self.run.event("warmup", **stats)
         return stats

@@ -4,6 +4,7 @@ the tokenizer; the coordinator (through its workload, `actors.workloads`) calls 
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
@@ -41,13 +42,22 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
     return [(s.prompt_ids, s.token_ids, s.loss_mask) for s in samples]
 
 
-def drill_examples(task: Task, tokenizer: Any, n: int) -> list[tuple]:
+def drill_examples(task: Task, tokenizer: Any, n: int, filler: str = "", gap_words: int = 0,
+                   seed: int = 0) -> list[tuple]:
     """(prompt ids, target ids, mask) of the task's entity drill (`Task.episode_drill`): the prompt
-    rendered as an episode's first prompt is, the whole target (ending with end-of-turn) learned."""
+    rendered as an episode's first prompt is, the whole target (ending with end-of-turn) learned. With
+    `gap_words`, each request is followed by a random run of up to that many words of `filler` (drawn
+    per row from a stream of `seed`), so that the answer starts at varying distances from the request."""
     from actors.agent_loop import first_prompt_ids
 
+    words, rng = filler.split(), random.Random(f"{seed}/drill-gap")
     out = []
     for messages, target in task.episode_drill(n):
+        if gap_words and words:
+            k = rng.randint(0, min(gap_words, len(words)))
+            start = rng.randint(0, len(words) - k)
+            asked = f"{messages[-1]['content']} {' '.join(words[start : start + k])}".rstrip()
+            messages = [*messages[:-1], {**messages[-1], "content": asked}]
         ids = tokenizer.encode(target, add_special_tokens=False) + [tokenizer.eos_token_id]
         out.append((first_prompt_ids(tokenizer, messages), ids, [1] * len(ids)))
     return out

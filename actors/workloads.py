@@ -65,6 +65,10 @@ class Completions:
         targets = self.task.warmup_rows(rows)
         return targets, [(self.task.render_prompt(tokenizer, r), r["solution"]) for r in targets], None
 
+    def entity_swaps(self, tokenizer: Any) -> list[list[int]] | None:
+        """The token ids the warm-up swaps (`train.warmup.swap_entities`), or None."""
+        return None
+
     def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
         return probe_sequence(self.task, tokenizer, rows)
 
@@ -119,12 +123,35 @@ class Episodes(Completions):
         examples, d = trajectory_examples(self.cfg, self.task, tokenizer, rows), self.cfg.train.warmup.drill
         drill = None
         if d.steps or d.mix:
-            drilled = drill_examples(self.task, tokenizer, d.rows)
+            drilled = drill_examples(self.task, tokenizer, d.rows, self._system_text(rows), d.gap_words,
+                                     self.cfg.train.seed)
             if not drilled:
                 raise ValueError(f"train.warmup.drill: task {self.task.name!r} "
                                  f"gave no drill rows out of {d.rows}")
             drill = Drill(drilled, d.steps, d.batch_size, d.mix)
         return rows, examples, drill
+
+    def _system_text(self, rows: list[dict]) -> str:
+        """The system messages an episode starts with (the drill's gap filler: text the model reads
+        between a request and its first call in every episode)."""
+        first = self.task.environment(self.cfg.env.max_turns).reset(rows[0]) if rows else []
+        return " ".join(m["content"] for m in first if m["role"] == "system")
+
+    def entity_swaps(self, tokenizer: Any) -> list[list[int]] | None:
+        """The task's entity groups as token ids, when `train.warmup.swap_entities`; each entity must be
+        one token (`Task.episode_vocabulary`), or swapping it would cut a word in pieces."""
+        if not self.cfg.train.warmup.swap_entities:
+            return None
+        groups = []
+        for group in self.task.entity_groups():
+            groups.append([])
+            for entity in group:
+                ids = tokenizer.encode(entity, add_special_tokens=False)
+                if len(ids) != 1:
+                    raise ValueError(f"train.warmup.swap_entities: {entity!r} is not one token of this "
+                                     f"tokenizer ({len(ids)} tokens)")
+                groups[-1].append(ids[0])
+        return groups
 
     def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
         """The first scripted turn of the first row's episode: what every push is checked with."""

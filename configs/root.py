@@ -52,6 +52,9 @@ class Config(Section):
             self._episode_checks()
         elif self.train.warmup.drill.steps or self.train.warmup.drill.mix:
             raise ValueError("train.warmup.drill: the entity drill is for agent episodes; set env.enabled")
+        elif self.train.warmup.swap_entities:
+            raise ValueError("train.warmup.swap_entities: entity swapping is for agent episodes; "
+                             "set env.enabled")
         if self.model.name == "tiny":
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
             if self.model.tiny.hidden_size % self.model.tiny.num_heads:

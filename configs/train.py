@@ -36,6 +36,11 @@ class DrillConfig(Section):
     mix: int = Field(0, ge=0)
     """Drill rows added to every warm-up step after the drill, so the warm-up keeps the lookup instead
     of memorising its training rows' entities."""
+    gap_words: int = Field(0, ge=0)
+    """Up to this many words of the episodes' system prompt (a random run of them, drawn per drill row)
+    appended to each drill request. Without them the drill's answer always starts right after the
+    request, and the model learns to look the entity up at that distance, which an episode's call, tens
+    of tokens further on, never is (docs/experiments.md, "Copying by content, not by distance")."""
 
 
 class WarmupConfig(Section):
@@ -59,6 +64,10 @@ class WarmupConfig(Section):
     What the targets are (e.g. a deliberate label error) is the task's choice: `task.options`."""
     drill: DrillConfig = DrillConfig()
     """Agent runs: the entity drill before (and mixed into) the warm-up."""
+    swap_entities: bool = False
+    """Agent runs: each time the warm-up (or the drill) draws a row, its entities (tickers, account ids:
+    `Task.entity_groups`) are replaced consistently by others of their kind, so that the model can only
+    predict them by copying them from the request, never from memory of the row."""
 
 
 class TrainConfig(Section):

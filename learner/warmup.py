@@ -20,14 +20,13 @@ from pathlib import Path
 import torch
 
 from algo.schedule import lr_factor
+from learner.entity_swap import EntitySwap, TokenExample
 from learner.micro_batches import pad_rows
 from learner.sequences import completion_scores, output_layer, pack
 
 log = logging.getLogger(__name__)
 
 
-TokenExample = tuple[list[int], list[int], list[int]]
-"""(prompt ids, completion ids, loss mask): a multi-turn target learned on its mask's 1s only."""
 
 
 def encode_examples(tokenizer, examples: list[tuple[str, str]] | list[TokenExample]) -> list[TokenExample]:
@@ -98,12 +97,15 @@ def sft_warmup(
     lr_final_ratio: float = 1.0,
     groups: list[str] | None = None,
     drill: Drill | None = None,
+    swaps: list[list[int]] | None = None,
 ) -> dict:
     """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`, or on
     token examples with a loss mask (an agent episode's turns; its observations are not targets); save to
     `out_dir`. With `groups` (one value per example), draws are balanced over the values. With a `drill`,
     its steps come first (same optimizer) and its `mix` joins every warm-up batch; the warm-up's own steps
-    decay from `lr` to `lr` x `lr_final_ratio` along a cosine. Returns stats."""
+    decay from `lr` to `lr` x `lr_final_ratio` along a cosine. With `swaps` (groups of interchangeable
+    entity token ids, `learner.entity_swap`), every drawn example's entities are redrawn from their
+    groups (from a random stream of their own: the draws themselves are the same). Returns stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.perf_counter()
@@ -113,7 +115,8 @@ def sft_warmup(
     model = AutoModelForCausalLM.from_pretrained(base_model_dir, dtype=torch.float32)
     model.train()
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    train = partial(_steps, model, opt, tok.pad_token_id)
+    redraw = _redraw(swaps, seed)
+    train = partial(_steps, model, opt, tok.pad_token_id, redraw)
     stats = {}
     if drill and drill.examples and (drill.steps or drill.mix):
         drawn = epoch_sampler(len(drill.examples), rng)
@@ -138,23 +141,33 @@ def sft_warmup(
     }
 
 
+def _redraw(swaps: list[list[int]] | None, seed: int) -> Callable[[TokenExample], TokenExample]:
+    """What each drawn example goes through: its entities swapped (`swaps`), or nothing."""
+    if not swaps:
+        return lambda ex: ex
+    swap, rng = EntitySwap(swaps), random.Random(f"{seed}/entity-swap")
+    return lambda ex: swap(ex, rng)
+
+
 def _ends(name: str, losses: list[float]) -> dict:
     """The first and last loss of a stage (None when it took no step)."""
     return {f"{name}_loss_first": losses[0] if losses else None,
             f"{name}_loss_last": losses[-1] if losses else None}
 
 
-def _steps(model, opt, pad_id: int, steps: int, sources: list[tuple[list[TokenExample], Iterator[int], int]],
-           label: str, lr_at: Callable[[int], float] | None = None) -> list[float]:
+def _steps(model, opt, pad_id: int, redraw: Callable[[TokenExample], TokenExample], steps: int,
+           sources: list[tuple[list[TokenExample], Iterator[int], int]], label: str,
+           lr_at: Callable[[int], float] | None = None) -> list[float]:
     """`steps` AdamW steps, each on a batch of `count` examples drawn from every (examples, draws, count)
-    source; cross-entropy on the examples' masked-in completion tokens; `lr_at(step)` sets the learning
-    rate of each step (default: the optimizer's, unchanged). Returns the losses."""
+    source, each through `redraw`; cross-entropy on the examples' masked-in completion tokens;
+    `lr_at(step)` sets the learning rate of each step (default: the optimizer's, unchanged). Returns the
+    losses."""
     losses = []
     for step in range(steps):
         if lr_at is not None:
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-        batch = [data[next(draw)] for data, draw, count in sources for _ in range(count)]
+        batch = [redraw(data[next(draw)]) for data, draw, count in sources for _ in range(count)]
         packed = pack([b[0] for b in batch], [b[1] for b in batch], pad_id)
         logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
         mask = packed.completion_mask * pad_rows([b[2] for b in batch], packed.completion_mask.shape[1])

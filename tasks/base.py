@@ -104,6 +104,11 @@ class Task(ABC):
         from it. None of them may be a held-out request."""
         raise ConfigError(f"task {self.name!r} has no entity drill for agent episodes")
 
+    def entity_groups(self) -> list[list[str]]:
+        """Groups of interchangeable entities, each a single token of `episode_vocabulary` (a ticker for
+        another of its market, an account id for another): what `train.warmup.swap_entities` redraws."""
+        return []
+
     def episode_vocabulary(self) -> list[str]:
         """Strings that must be single tokens when the run trains on episodes (added to `vocabulary`)."""
         return []

@@ -22,6 +22,7 @@ TICKERS: dict[str, tuple[str, ...]] = {
     "HK": ("0700.HK", "9988.HK", "3690.HK", "1810.HK"),
 }
 ALL_TICKERS: tuple[str, ...] = tuple(t for ts in TICKERS.values() for t in ts)
+ACCOUNT_IDS: tuple[str, ...] = tuple(f"ACC{i:03d}" for i in range(1, 1000))  # what `_account` draws from
 # How users name a market. None of these is itself a market keyword: templates carry the keyword.
 MARKET_SYNONYMS: dict[str, dict[str, tuple[str, ...]]] = {
     "zh": {

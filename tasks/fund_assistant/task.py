@@ -25,7 +25,7 @@ from tasks.fund_assistant.episodes import DRILL_SYSTEM, EPISODE_KINDS, drill_tar
 from tasks.fund_assistant.generator import apply_seed_label_bug, generate
 from tasks.fund_assistant.prompting import SYSTEM_PROMPTS, render_prompt
 from tasks.fund_assistant.rewards import MultistepGTReward
-from tasks.fund_assistant.slots import ALL_TICKERS
+from tasks.fund_assistant.slots import ACCOUNT_IDS, ALL_TICKERS, TICKERS
 from tasks.fund_assistant.tools import TOOL_NAMES
 from tasks.fund_assistant.trajectories import Flaw, trajectory
 
@@ -183,7 +183,12 @@ class FundAssistantTask(Task):
         """Every ticker and account id is one token in an episode: an agent copies them from the
         request and from tool results into its calls, and copying one token is a single attention
         step that a tiny model learns; copying three pieces of a spelt-out id it did not learn."""
-        return [*ALL_TICKERS, *(f"ACC{i:03d}" for i in range(1, 1000))]
+        return [*ALL_TICKERS, *ACCOUNT_IDS]
+
+    def entity_groups(self) -> list[list[str]]:
+        """The tickers of each market (a ticker swapped within its market keeps the market check
+        right) and the account ids."""
+        return [list(ts) for ts in TICKERS.values()] + [list(ACCOUNT_IDS)]
 
     def vocabulary(self) -> list[str]:
         """Each tool name is one token: choosing a tool becomes one decision instead of a spelling

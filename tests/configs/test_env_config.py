@@ -40,3 +40,5 @@ def test_the_entity_drill_is_for_agent_runs_only():
     with pytest.raises(ConfigError, match="train.warmup.drill"):
         load_config("tiny-cpu", ["train.warmup.drill.steps=10"])
     assert load_config("tiny-cpu-agent", ["train.warmup.drill.steps=10"]).train.warmup.drill.steps == 10
+    with pytest.raises(ConfigError, match="train.warmup.swap_entities"):
+        load_config("tiny-cpu", ["train.warmup.swap_entities=true"])

@@ -87,3 +87,47 @@ def test_drill_rows_are_rendered_as_an_episode_prompt_and_learned_whole(tiny_tok
     assert (prompt == first_prompt_ids(tok, messages) and target[-1] == tok.eos_token_id
             and mask == [1] * len(target))
     assert tok.decode(target[:-1]) == text
+
+
+def test_entity_swaps_are_the_tasks_groups_as_single_tokens(tiny_tokenizer, tmp_path):
+    import pytest
+    from transformers import AutoTokenizer
+
+    from actors.workloads import workload_for
+    from configs.loader import load_config
+    from models.tiny import train_tokenizer
+
+    cfg = load_config("tiny-cpu-agent", ["train.warmup.swap_entities=true"])
+    task = load_task(cfg.task)
+    work = workload_for(cfg, task)
+    train_tokenizer(["user\nbuy 5 AAPL from ACC001"] * 20, 512, tmp_path,
+                    task.vocabulary() + task.episode_vocabulary())
+    tok = AutoTokenizer.from_pretrained(tmp_path)
+    groups = work.entity_swaps(tok)
+    assert [len(g) for g in groups] == [6, 4, 4, 999]  # tickers by market (US, CN, HK), then accounts
+    assert tok.decode(groups[0]) == "AAPLAMZNTSLAMSFTNVDAGOOGL"
+    assert tok.decode(groups[3][:2]) == "ACC001ACC002"
+    # the single-turn tokenizer spells some entities in pieces: swapping them would cut them, so refused
+    with pytest.raises(ValueError, match="swap_entities: '0700.HK' is not one token"):
+        work.entity_swaps(tiny_tokenizer)
+    assert workload_for(load_config("tiny-cpu-agent"), task).entity_swaps(tok) is None  # off by default
+
+
+def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer(tiny_tokenizer):
+    from actors.setup_steps import drill_examples
+
+    tok, task = tiny_tokenizer, _task()
+    filler = "one two three four five six seven eight"
+    plain = drill_examples(task, tok, 60)
+    gapped = drill_examples(task, tok, 60, filler, gap_words=5, seed=1)
+    assert drill_examples(task, tok, 60, filler, gap_words=5, seed=1) == gapped  # drawn from the seed
+    assert [g[1:] for g in gapped] == [p[1:] for p in plain]  # the same targets
+    gaps = []
+    for (p, _, _), (g, _, _) in zip(plain, gapped):
+        text, base = tok.decode(g), tok.decode(p)
+        end = base.rindex("<|im_end|>")
+        assert text.startswith(base[:end]) and text.endswith(base[end:])  # inserted after the request
+        words = text[end:len(text) - len(base) + end].split()
+        assert len(words) <= 5 and " ".join(words) in filler
+        gaps.append(len(words))
+    assert min(gaps) == 0 and max(gaps) == 5 and len(set(gaps)) == 6  # every length up to the bound
