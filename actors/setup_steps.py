@@ -15,10 +15,11 @@ from tasks.base import Task
 
 
 def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: list[str] | None, drill: Any,
-               dirs: tuple[str, str, str]) -> dict:
+               dirs: tuple[str, str, str], swaps: list[list[int]] | None = None) -> dict:
     """Fine-tune the base model on the warm-up `examples` (the workload's: prompts and targets, or
     scripted trajectories), where and as the learner will run (its CPUs and threads); `groups` balance
-    the batches by row kind when `train.warmup.balanced`; `dirs` = (base model, tokenizer, output).
+    the batches by row kind when `train.warmup.balanced`; `dirs` = (base model, tokenizer, output);
+    `swaps`: the entity groups the warm-up redraws (`train.warmup.swap_entities`).
     Returns the warm-up's stats."""
     from learner.warmup import sft_warmup
 
@@ -28,7 +29,7 @@ def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: lis
         env["env_vars"]["OMP_NUM_THREADS"] = str(cfg.learner.num_threads)
     ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), dict(
         steps=w.steps, lr=w.lr, lr_final_ratio=w.lr_final_ratio, batch_size=w.batch_size, seed=cfg.train.seed,
-        groups=groups if w.balanced else None, drill=drill,
+        groups=groups if w.balanced else None, drill=drill, swaps=swaps,
     ), {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
     return backend.get(ref)
 
