@@ -27,8 +27,6 @@ from learner.sequences import completion_scores, output_layer, pack
 log = logging.getLogger(__name__)
 
 
-
-
 def encode_examples(tokenizer, examples: list[tuple[str, str]] | list[TokenExample]) -> list[TokenExample]:
     """(prompt ids, target ids, mask) per (rendered prompt, target text), the target ending with
     end-of-turn and learned whole; token examples pass through as they are."""
