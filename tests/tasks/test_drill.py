@@ -97,7 +97,7 @@ def test_entity_swaps_are_the_tasks_groups_as_single_tokens(tiny_tokenizer, tmp_
     from configs.loader import load_config
     from models.tiny import train_tokenizer
 
-    cfg = load_config("tiny-cpu-agent", ["train.warmup.swap_entities=true"])
+    cfg = load_config("tiny-cpu-agent")  # the preset swaps entities
     task = load_task(cfg.task)
     work = workload_for(cfg, task)
     train_tokenizer(["user\nbuy 5 AAPL from ACC001"] * 20, 512, tmp_path,
@@ -110,7 +110,8 @@ def test_entity_swaps_are_the_tasks_groups_as_single_tokens(tiny_tokenizer, tmp_
     # the single-turn tokenizer spells some entities in pieces: swapping them would cut them, so refused
     with pytest.raises(ValueError, match="swap_entities: '0700.HK' is not one token"):
         work.entity_swaps(tiny_tokenizer)
-    assert workload_for(load_config("tiny-cpu-agent"), task).entity_swaps(tok) is None  # off by default
+    off = load_config("tiny-cpu-agent", ["train.warmup.swap_entities=false"])
+    assert workload_for(off, task).entity_swaps(tok) is None
 
 
 def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer(tiny_tokenizer):
