@@ -43,6 +43,23 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
     return [(s.prompt_ids, s.token_ids, s.loss_mask) for s in samples]
 
 
+def answer_examples(cfg: Config, task: Task, tokenizer: Any, n: int) -> list[tuple]:
+    """The answer drill: the scripted trajectories of the task's drill rows (`Task.episode_drill_rows`),
+    each with only its last turn (the final answer) learned: every one a lookup of what the calls before
+    it did, in the context an episode's answer has."""
+    return [(prompt, ids, last_turn(mask))
+            for prompt, ids, mask in trajectory_examples(cfg, task, tokenizer, task.episode_drill_rows(n))]
+
+
+def last_turn(mask: list) -> list:
+    """`mask` with only its last run of 1s kept (a trajectory's last assistant turn)."""
+    end = max((i + 1 for i, m in enumerate(mask) if m), default=0)
+    start = end
+    while start > 0 and mask[start - 1]:
+        start -= 1
+    return [1 if start <= i < end else 0 for i in range(len(mask))]
+
+
 def drill_examples(task: Task, tokenizer: Any, n: int, filler: str = "", gap_words: int = 0,
                    seed: int = 0) -> list[tuple]:
     """(prompt ids, target ids, mask) of the task's entity drill (`Task.episode_drill`): the prompt

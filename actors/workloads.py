@@ -16,7 +16,7 @@ from typing import Any
 from actors.agent_loop import EPISODE_EVAL_KEYS, episode_eval, episode_metrics
 from actors.generation import Generation
 from actors.reward_pool import RewardPool
-from actors.setup_steps import drill_examples, probe_sequence, trajectory_examples
+from actors.setup_steps import answer_examples, drill_examples, probe_sequence, trajectory_examples
 from configs.root import Config
 from contracts.types import Sample, ScoreRequest, ScoreResult
 from tasks.base import Task
@@ -128,7 +128,8 @@ class Episodes(Completions):
             if not drilled:
                 raise ValueError(f"train.warmup.drill: task {self.task.name!r} "
                                  f"gave no drill rows out of {d.rows}")
-            drill = Drill(drilled, d.steps, d.batch_size, d.mix)
+            answers = answer_examples(self.cfg, self.task, tokenizer, d.rows) if d.answers else []
+            drill = Drill(drilled, d.steps, d.batch_size, d.mix, answers, d.answers)
         return rows, examples, drill
 
     def _system_text(self, rows: list[dict]) -> str:

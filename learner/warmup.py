@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -74,12 +74,15 @@ def _epochs(items: list[int], rng: random.Random) -> Iterator[int]:
 @dataclass(frozen=True)
 class Drill:
     """The entity drill (`configs.train.DrillConfig`): `steps` steps of `batch_size` of its examples
-    first, then `mix` of them added to every warm-up step."""
+    first, then `mix` of them added to every warm-up step; its answer rows join both."""
 
     examples: list[TokenExample]
     steps: int = 0
     batch_size: int = 32
     mix: int = 0
+    answers: Sequence[TokenExample] = ()
+    """The answer drill: `answers_per_step` of these join every drill and every warm-up step."""
+    answers_per_step: int = 0
 
 
 def sft_warmup(
@@ -118,9 +121,14 @@ def sft_warmup(
     stats = {}
     if drill and drill.examples and (drill.steps or drill.mix):
         drawn = epoch_sampler(len(drill.examples), rng)
-        extra = [(drill.examples, drawn, drill.mix)]
-        losses = train(drill.steps, [(drill.examples, drawn, drill.batch_size)], "drill")
+        answers = []
+        if drill.answers and drill.answers_per_step:
+            answers = [(drill.answers, epoch_sampler(len(drill.answers), rng), drill.answers_per_step)]
+        extra = [(drill.examples, drawn, drill.mix), *answers]
+        losses = train(drill.steps, [(drill.examples, drawn, drill.batch_size), *answers], "drill")
         stats = {"drill_steps": drill.steps, "drill_rows": len(drill.examples), **_ends("drill", losses)}
+        if answers:
+            stats["drill_answer_rows"] = len(drill.answers)
     else:
         extra = []
     data = encode_examples(tok, examples)

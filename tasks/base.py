@@ -104,6 +104,11 @@ class Task(ABC):
         from it. None of them may be a held-out request."""
         raise ConfigError(f"task {self.name!r} has no entity drill for agent episodes")
 
+    def episode_drill_rows(self, n: int) -> list[dict]:
+        """Up to `n` episode rows of the drill's own random stream (none of them a held-out request):
+        what the answer drill (`train.warmup.drill.answers`) plays the scripts of."""
+        raise ConfigError(f"task {self.name!r} has no entity drill for agent episodes")
+
     def entity_groups(self) -> list[list[str]]:
         """Groups of interchangeable entities, each a single token of `episode_vocabulary` (a ticker for
         another of its market, an account id for another): what `train.warmup.swap_entities` redraws."""

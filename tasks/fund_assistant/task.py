@@ -156,15 +156,18 @@ class FundAssistantTask(Task):
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Requests of `n` episodes from their own random stream (a held-out request is left out, and so
         is one whose calls take no parameters) under `DRILL_SYSTEM`, each with `drill_target`."""
+        return [([{"role": "system", "content": DRILL_SYSTEM}, {"role": "user", "content": r["request"]}],
+                 drill_target(r))
+                for r in self._drill_stream(n) if drill_target(r)]
+
+    def episode_drill_rows(self, n: int) -> list[dict]:
+        """The episodes of that stream whose final answer names an outcome (an amount or a ticker)."""
+        return [r for r in self._drill_stream(n) if r["outcome"]]
+
+    def _drill_stream(self, n: int) -> list[dict]:
         held = {r["request"] for r in self.episode_rows()[1]}
-        drill = []
-        for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill"):
-            target = drill_target(r)
-            if target and r["request"] not in held:
-                drill.append(([{"role": "system", "content": DRILL_SYSTEM},
-                               {"role": "user", "content": r["request"]}],
-                              target))
-        return drill
+        return [r for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill")
+                if r["request"] not in held]
 
     def episode_corpus(self) -> list[str]:
         """Every message of the default episodes' correct trajectories and of the balance-skipping ones,

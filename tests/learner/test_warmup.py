@@ -85,3 +85,26 @@ def test_the_warm_up_lr_decays_to_its_final_ratio_not_the_drills(tiny_paths, tin
     assert decayed["drill_loss_last"] == constant["drill_loss_last"]  # the drill runs at the full lr
     assert decayed["warmup_loss_first"] == constant["warmup_loss_first"]  # the first step at the full lr too
     assert any((w0[k] != w1[k]).any() for k in w0)
+
+
+def test_answer_rows_join_every_drill_and_warm_up_step(tiny_paths, tiny_tokenizer, tmp_path):
+    tok = tiny_tokenizer
+    examples = encode_examples(tok, [("user\nsend 500 to ACC123", '{"thought": "t"}')] * 2)
+    drill = encode_examples(tok, [("system\nlist\nuser\nsend 500", '{"amount": 500}')])
+    answers = encode_examples(tok, [("user\nsend 500\ntool\nsent 500", '{"answer": "done 500"}')])
+
+    def run(name, d):
+        out = tmp_path / name
+        return sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out),
+                          steps=2, lr=1e-2, batch_size=2, seed=0, drill=d)
+
+    plain = run("plain", Drill(drill, steps=2, batch_size=1, mix=1))
+    idle = run("idle", Drill(drill, steps=2, batch_size=1, mix=1, answers=answers, answers_per_step=0))
+    assert idle == {**plain, "warmup_seconds": idle["warmup_seconds"]}  # none drawn: the same warm-up
+    answered = run("answered", Drill(drill, steps=2, batch_size=1, mix=1, answers=answers,
+                                     answers_per_step=1))
+    assert answered["drill_answer_rows"] == 1
+    assert answered["drill_loss_first"] != plain["drill_loss_first"]  # in the drill's first batch
+    late = run("late", Drill(drill, steps=0, batch_size=1, mix=1, answers=answers, answers_per_step=1))
+    assert late["warmup_loss_first"] != run("plain-late", Drill(drill, steps=0, batch_size=1, mix=1))[
+        "warmup_loss_first"]  # and in the warm-up's

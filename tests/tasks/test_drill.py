@@ -132,3 +132,37 @@ def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer
         assert len(words) <= 5 and " ".join(words) in filler
         gaps.append(len(words))
     assert min(gaps) == 0 and max(gaps) == 5 and len(set(gaps)) == 6  # every length up to the bound
+
+
+def test_last_turn_keeps_the_last_run_of_the_mask():
+    from actors.setup_steps import last_turn
+
+    assert last_turn([0, 1, 1, 0, 0, 1, 1, 1, 0]) == [0, 0, 0, 0, 0, 1, 1, 1, 0]
+    assert last_turn([1, 1, 0, 1]) == [0, 0, 0, 1] and last_turn([0, 0]) == [0, 0]
+
+
+def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(tiny_tokenizer):
+    from actors.setup_steps import answer_examples
+    from configs.loader import load_config
+    from tasks.fund_assistant.episodes import stated as stated_by
+    from tasks.fund_assistant.trajectories import _REFUSED
+
+    cfg = load_config("tiny-cpu-agent")
+    task, tok = _task(episode_kinds=cfg.task.options["episode_kinds"]), tiny_tokenizer
+    rows = task.episode_drill_rows(60)
+    assert rows and all(r["outcome"] for r in rows)  # each answer has something to copy
+    held = {r["request"] for r in task.episode_rows()[1]}
+    assert not held & {r["request"] for r in rows}
+    examples = answer_examples(cfg, task, tok, 60)
+    assert len(examples) == len(rows)
+    for row, (prompt, ids, mask) in zip(rows, examples, strict=True):
+        learned = tok.decode([t for t, m in zip(ids, mask, strict=True) if m], skip_special_tokens=True)
+        answer = json.loads(learned)["action"]
+        assert answer["tool"] == "final_answer"
+        said = answer["params"]["answer"]
+        if said == _REFUSED[row["lang"]]:  # a flawed log's refused call: nothing moved
+            continue
+        # else it states the entity of the call before it, which the context holds: a lookup
+        before = tok.decode(prompt + ids[: mask.index(1)])
+        stated = [p for p in (*row["outcome"], *stated_by(row["guarded"]["params"])) if p in said]
+        assert stated and all(p in before for p in stated), (row, said)
