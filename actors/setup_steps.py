@@ -45,19 +45,22 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
 
 def answer_examples(cfg: Config, task: Task, tokenizer: Any, n: int) -> list[tuple]:
     """The answer drill: the scripted trajectories of the task's drill rows (`Task.episode_drill_rows`),
-    each with only its last turn (the final answer) learned: every one a lookup of what the calls before
-    it did, in the context an episode's answer has."""
-    return [(prompt, ids, last_turn(mask))
-            for prompt, ids, mask in trajectory_examples(cfg, task, tokenizer, task.episode_drill_rows(n))]
+    each with only its last turn (the final answer) as the target and everything before it as the
+    prompt: every one a lookup of what the calls before it did, in the context an episode's answer has."""
+    out = []
+    for prompt, ids, mask in trajectory_examples(cfg, task, tokenizer, task.episode_drill_rows(n)):
+        start, end = last_turn(mask)
+        out.append((prompt + ids[:start], ids[start:end], [1] * (end - start)))
+    return out
 
 
-def last_turn(mask: list) -> list:
-    """`mask` with only its last run of 1s kept (a trajectory's last assistant turn)."""
+def last_turn(mask: list) -> tuple[int, int]:
+    """[start, end) of the last run of 1s in `mask` (a trajectory's last assistant turn)."""
     end = max((i + 1 for i, m in enumerate(mask) if m), default=0)
     start = end
     while start > 0 and mask[start - 1]:
         start -= 1
-    return [1 if start <= i < end else 0 for i in range(len(mask))]
+    return start, end
 
 
 def drill_examples(task: Task, tokenizer: Any, n: int, filler: str = "", gap_words: int = 0,

@@ -121,19 +121,19 @@ def sft_warmup(
     stats = {}
     if drill and drill.examples and (drill.steps or drill.mix):
         drawn = epoch_sampler(len(drill.examples), rng)
-        answers = []
+        answers = []  # a pack of their own: the drill's short rows padded to a trajectory's length cost more
         if drill.answers and drill.answers_per_step:
-            answers = [(drill.answers, epoch_sampler(len(drill.answers), rng), drill.answers_per_step)]
-        extra = [(drill.examples, drawn, drill.mix), *answers]
-        losses = train(drill.steps, [(drill.examples, drawn, drill.batch_size), *answers], "drill")
+            answers = [[(drill.answers, epoch_sampler(len(drill.answers), rng), drill.answers_per_step)]]
+        extra = [(drill.examples, drawn, drill.mix)]
+        losses = train(drill.steps, [[(drill.examples, drawn, drill.batch_size)], *answers], "drill")
         stats = {"drill_steps": drill.steps, "drill_rows": len(drill.examples), **_ends("drill", losses)}
         if answers:
             stats["drill_answer_rows"] = len(drill.answers)
     else:
-        extra = []
+        extra, answers = [], []
     data = encode_examples(tok, examples)
     draw = category_sampler(groups, rng) if groups is not None else epoch_sampler(len(examples), rng)
-    losses = train(steps, [(data, draw, batch_size), *extra], "warm-up",
+    losses = train(steps, [[(data, draw, batch_size), *extra], *answers], "warm-up",
                    lambda i: lr * lr_factor(i, steps, "cosine", 0, lr_final_ratio))
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
@@ -162,22 +162,27 @@ def _ends(name: str, losses: list[float]) -> dict:
 
 
 def _steps(model, opt, pad_id: int, redraw: Callable[[TokenExample], TokenExample], steps: int,
-           sources: list[tuple[list[TokenExample], Iterator[int], int]], label: str,
+           packs: list[list[tuple[list[TokenExample], Iterator[int], int]]], label: str,
            lr_at: Callable[[int], float] | None = None) -> list[float]:
     """`steps` AdamW steps, each on a batch of `count` examples drawn from every (examples, draws, count)
-    source, each through `redraw`; cross-entropy on the examples' masked-in completion tokens;
-    `lr_at(step)` sets the learning rate of each step (default: the optimizer's, unchanged). Returns the
-    losses."""
+    source, each through `redraw`; the sources of one pack share a forward pass (padded to its longest
+    row), each pack its own. Cross-entropy on the examples' masked-in completion tokens, over all of
+    them; `lr_at(step)` sets the learning rate of each step (default: the optimizer's, unchanged).
+    Returns the losses."""
     losses = []
     for step in range(steps):
         if lr_at is not None:
             for g in opt.param_groups:
                 g["lr"] = lr_at(step)
-        batch = [redraw(data[next(draw)]) for data, draw, count in sources for _ in range(count)]
-        packed = pack([b[0] for b in batch], [b[1] for b in batch], pad_id)
-        logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
-        mask = packed.completion_mask * pad_rows([b[2] for b in batch], packed.completion_mask.shape[1])
-        loss = -(logp * mask).sum() / mask.sum()
+        batches = [[redraw(data[next(draw)]) for data, draw, count in pack_ for _ in range(count)]
+                   for pack_ in packs]
+        total, n_tokens = 0.0, 0.0
+        for batch in batches:
+            packed = pack([b[0] for b in batch], [b[1] for b in batch], pad_id)
+            logp, _ = completion_scores(model, packed, output_layer(model))  # (B, T)
+            mask = packed.completion_mask * pad_rows([b[2] for b in batch], packed.completion_mask.shape[1])
+            total, n_tokens = total + (logp * mask).sum(), n_tokens + mask.sum()
+        loss = -total / n_tokens
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -137,12 +137,12 @@ def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer
 def test_last_turn_keeps_the_last_run_of_the_mask():
     from actors.setup_steps import last_turn
 
-    assert last_turn([0, 1, 1, 0, 0, 1, 1, 1, 0]) == [0, 0, 0, 0, 0, 1, 1, 1, 0]
-    assert last_turn([1, 1, 0, 1]) == [0, 0, 0, 1] and last_turn([0, 0]) == [0, 0]
+    assert last_turn([0, 1, 1, 0, 0, 1, 1, 1, 0]) == (5, 8)
+    assert last_turn([1, 1, 0, 1]) == (3, 4) and last_turn([0, 0]) == (0, 0)
 
 
 def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(tiny_tokenizer):
-    from actors.setup_steps import answer_examples
+    from actors.setup_steps import answer_examples, trajectory_examples
     from configs.loader import load_config
     from tasks.fund_assistant.episodes import stated as stated_by
     from tasks.fund_assistant.trajectories import _REFUSED
@@ -155,14 +155,16 @@ def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(t
     assert not held & {r["request"] for r in rows}
     examples = answer_examples(cfg, task, tok, 60)
     assert len(examples) == len(rows)
-    for row, (prompt, ids, mask) in zip(rows, examples, strict=True):
-        learned = tok.decode([t for t, m in zip(ids, mask, strict=True) if m], skip_special_tokens=True)
+    played = trajectory_examples(cfg, task, tok, rows)
+    for row, (prompt, ids, mask), (p, c, _) in zip(rows, examples, played, strict=True):
+        assert prompt + ids == p + c and mask == [1] * len(ids)  # the trajectory, cut before its last turn
+        learned = tok.decode(ids, skip_special_tokens=True)
         answer = json.loads(learned)["action"]
         assert answer["tool"] == "final_answer"
         said = answer["params"]["answer"]
         if said == _REFUSED[row["lang"]]:  # a flawed log's refused call: nothing moved
             continue
         # else it states the entity of the call before it, which the context holds: a lookup
-        before = tok.decode(prompt + ids[: mask.index(1)])
-        stated = [p for p in (*row["outcome"], *stated_by(row["guarded"]["params"])) if p in said]
-        assert stated and all(p in before for p in stated), (row, said)
+        before = tok.decode(prompt)
+        stated = [x for x in (*row["outcome"], *stated_by(row["guarded"]["params"])) if x in said]
+        assert stated and all(x in before for x in stated), (row, said)
