@@ -41,7 +41,7 @@ class DrillConfig(Section):
     drill row (`Task.episode_drill_rows`) with only its final answer learned, which must name what the
     last call did. The request drill teaches copying from the request into the first calls; the final
     answer copies from calls two turns back, which a tiny model otherwise answers with the most
-    frequent ticker or amount (docs/experiments.md, "The answer drill")."""
+    frequent ticker or amount (docs/experiments.md, "The answer drill on seeds 0, 1 and 2")."""
     gap_words: int = Field(0, ge=0)
     """Up to this many words of the episodes' system prompt (a random run of them, drawn per drill row)
     appended to each drill request. Without them the drill's answer always starts right after the

@@ -165,9 +165,13 @@ class FundAssistantTask(Task):
         return [r for r in self._drill_stream(n) if r["outcome"]]
 
     def _drill_stream(self, n: int) -> list[dict]:
-        held = {r["request"] for r in self.episode_rows()[1]}
-        return [r for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill")
-                if r["request"] not in held]
+        """The drill's stream, made once per `n`: both drills read it, and 5,000 rows take ~15 s."""
+        cache = self.__dict__.setdefault("_drill_cache", {})
+        if n not in cache:
+            held = {r["request"] for r in self.episode_rows()[1]}
+            cache[n] = [r for r in episode_rows(self.cfg.seed, n, self.options.episode_kinds, stream="drill")
+                        if r["request"] not in held]
+        return cache[n]
 
     def episode_corpus(self) -> list[str]:
         """Every message of the default episodes' correct trajectories and of the balance-skipping ones,
