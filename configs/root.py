@@ -48,9 +48,10 @@ class Config(Section):
                 f"rollout.max_tokens ({self.rollout.max_tokens}) must be below rollout.max_model_len "
                 f"({self.rollout.max_model_len}) to leave room for the prompt"
             )
+        drill = self.train.warmup.drill
         if self.env.enabled:
             self._episode_checks()
-        elif self.train.warmup.drill.steps or self.train.warmup.drill.mix:
+        elif drill.steps or drill.mix or drill.answers:
             raise ValueError("train.warmup.drill: the entity drill is for agent episodes; set env.enabled")
         elif self.train.warmup.swap_entities:
             raise ValueError("train.warmup.swap_entities: entity swapping is for agent episodes; "
@@ -124,3 +125,9 @@ class Config(Section):
             raise ValueError(f"env.max_context ({self.env.max_context}) + rollout.max_tokens "
                              f"({self.rollout.max_tokens}) must fit in rollout.max_model_len "
                              f"({self.rollout.max_model_len})")
+        drill = self.train.warmup.drill
+        if drill.answers and not (drill.steps or drill.mix):
+            # The answer rows join the drill's steps and the warm-up steps that mix drill rows in; with
+            # neither there is no drill to join, and the setting would do nothing.
+            raise ValueError(f"train.warmup.drill.answers ({drill.answers}) needs the entity drill: "
+                             "set train.warmup.drill.steps or train.warmup.drill.mix above 0")

@@ -40,5 +40,15 @@ def test_the_entity_drill_is_for_agent_runs_only():
     with pytest.raises(ConfigError, match="train.warmup.drill"):
         load_config("tiny-cpu", ["train.warmup.drill.steps=10"])
     assert load_config("tiny-cpu-agent", ["train.warmup.drill.steps=10"]).train.warmup.drill.steps == 10
+    with pytest.raises(ConfigError, match="train.warmup.drill"):
+        load_config("tiny-cpu", ["train.warmup.drill.answers=4"])
+
+
+def test_the_answer_drill_needs_the_entity_drill():
+    # With no drill steps and no drill rows mixed in, answer rows would have nothing to join.
+    with pytest.raises(ConfigError, match="drill.answers"):
+        load_config("tiny-cpu-agent", ["train.warmup.drill.steps=0", "train.warmup.drill.mix=0"])
+    kept = load_config("tiny-cpu-agent", ["train.warmup.drill.steps=0"]).train.warmup.drill
+    assert (kept.steps, kept.mix, kept.answers) == (0, 16, 8)
     with pytest.raises(ConfigError, match="train.warmup.swap_entities"):
         load_config("tiny-cpu", ["train.warmup.swap_entities=true"])
