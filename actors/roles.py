@@ -64,7 +64,7 @@ class Roles:
         self.rollout = self._group(
             "rollout", c.rollout.num_workers, c.rollout.placement_strategy, c.rollout.num_cpus,
             c.rollout.num_gpus,
-            c.rollout.num_threads, lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
+            c.threads("rollout"), lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
                                               {"dtype": c.model.dtype, "worker_index": i,
                                                "seed": c.train.seed}))
         self.pool: RewardPool | None = None
@@ -89,7 +89,7 @@ class Roles:
         c, world = self.cfg, self.cfg.learner.world_size
         return self._group(
             "learner", world, c.learner.placement_strategy, c.learner.num_cpus, c.learner.num_gpus,
-            c.learner.num_threads,
+            c.threads("learner"),
             lambda i: ((self.model_dir, self.tokenizer_dir, c.model, c.learner, c.algorithm),
                                               {"rank": i, "world_size": world, "seed": c.train.seed,
                                                "rl_steps": c.train.steps}))

@@ -25,8 +25,9 @@ def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: lis
 
     w = cfg.train.warmup
     env = {"env_vars": role_env(cfg.cluster.env_vars)}
-    if cfg.learner.num_threads:
-        env["env_vars"]["OMP_NUM_THREADS"] = str(cfg.learner.num_threads)
+    threads = cfg.threads("learner", alone=True)
+    if threads:
+        env["env_vars"]["OMP_NUM_THREADS"] = str(threads)
     ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), dict(
         steps=w.steps, lr=w.lr, lr_final_ratio=w.lr_final_ratio, batch_size=w.batch_size, seed=cfg.train.seed,
         groups=groups if w.balanced else None, drill=drill, swaps=swaps,

@@ -3,11 +3,11 @@
 Every side starts from the same warmed-up policy (the preset's warm-up, run once by `make bench` and
 cached) — without it the tiny model runs every turn to the length limit and there is no slow episode to
 wait for. Same data, seed and batch on every side: 8 rows x 8 episodes a step, up to 5 turns of at most
-80 tokens. Each pipeline runs with the thread split that suits it on two cores: `sync` gives both
-threads to whichever role works (rollout 2, learner 2); `one_step_off` and `stream` run both roles at
-once, one thread each (three threads on two cores spin against each other: a streamed step took
-3.8-4.5 s with the learner on two threads, 3.2-4.1 s with one). `stream` keeps 64 episodes in flight
-(the batch) with k = 2.
+80 tokens. Each pipeline runs with the preset's `auto` threads, the split that suits it on two cores:
+`sync` gives both threads to whichever role works (rollout 2, learner 2); `one_step_off` and `stream`
+run both roles at once, one thread each (three threads on two cores spin against each other: a
+streamed step took 3.8-4.5 s with the learner on two threads, 3.2-4.1 s with one). `stream` keeps 64
+episodes in flight (the batch) with k = 2.
 
 A unit is one RL step. Its engine occupancy is read from the engine itself (`RolloutWorker.engine_counts`,
 the tap's count of steps and sequences per step) over the unit, divided by the 64 sequences each
@@ -27,11 +27,9 @@ from pathlib import Path
 PRESET = "configs/tiny-cpu-agent.yaml"
 ROWS, N = 8, 8
 PIPELINES = {
-    "sync": ["train.pipeline=sync", "rollout.num_threads=2", "learner.num_threads=2"],
-    "one_step_off": ["train.pipeline=one_step_off", "train.max_staleness=1", "rollout.num_threads=1",
-                     "learner.num_threads=1"],
-    "stream": ["train.pipeline=stream", "train.max_staleness=2", f"rollout.max_in_flight={ROWS * N}",
-               "rollout.num_threads=1", "learner.num_threads=1"],
+    "sync": ["train.pipeline=sync"],
+    "one_step_off": ["train.pipeline=one_step_off", "train.max_staleness=1"],
+    "stream": ["train.pipeline=stream", "train.max_staleness=2", f"rollout.max_in_flight={ROWS * N}"],
 }
 DESCRIPTION = (f"agent preset after its warm-up, {ROWS} rows x {N} episodes a step, up to 5 turns x 80 "
                "tokens; threads rollout+learner: sync 2+2, one_step_off and stream 1+1; stream k 2, 64 in "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -35,8 +35,9 @@ class LearnerConfig(Section):
     """Optimizer passes over each rollout batch (1 = strictly on-policy)."""
     num_cpus: float = Field(1.0, gt=0)
     """CPUs per rank (Ray's bookkeeping)."""
-    num_threads: int | None = Field(None, ge=1, le=1024)
-    """Torch/OpenMP threads per rank; None: Ray's default (num_cpus, at least 1)."""
+    num_threads: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] | None = None
+    """Torch/OpenMP threads per rank; None: Ray's default (num_cpus, at least 1); "auto": the cores the
+    rank may use while it works (`Config.threads`)."""
     call_timeout_s: float = Field(1800.0, gt=0, le=86_400)
     """Deadline of one call (an update, an export, a checkpoint); a rank that misses it, or dies, gets
     the learner group rebuilt from the newest checkpoint."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -18,8 +18,9 @@ class RolloutConfig(Section):
     """vLLM tensor parallelism inside one worker (GPU only)."""
     num_cpus: float = Field(1.0, gt=0)
     """CPUs reserved per worker (Ray's bookkeeping; roles that run one after another may share cores)."""
-    num_threads: int | None = Field(None, ge=1, le=1024)
-    """Torch/OpenMP threads of the worker; None: Ray's default (num_cpus, at least 1)."""
+    num_threads: Annotated[int, Field(ge=1, le=1024)] | Literal["auto"] | None = None
+    """Torch/OpenMP threads of the worker; None: Ray's default (num_cpus, at least 1); "auto": the cores
+    the worker may use while it works (`Config.threads`)."""
     call_timeout_s: float = Field(600.0, gt=0, le=86_400)
     """Deadline of one call (a generation, a weight push); a worker that misses it, or dies, is
     replaced and its share of the step regenerated."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import model_validator
 
 from configs.algorithm import AlgorithmConfig
@@ -131,3 +133,21 @@ class Config(Section):
             # neither there is no drill to join, and the setting would do nothing.
             raise ValueError(f"train.warmup.drill.answers ({drill.answers}) needs the entity drill: "
                              "set train.warmup.drill.steps or train.warmup.drill.mix above 0")
+
+    def threads(self, role: Literal["rollout", "learner"], alone: bool = False) -> int | None:
+        """Torch/OpenMP threads of one actor of `role` (its `num_threads`, with "auto" resolved), or None
+        for Ray's default. "auto" gives each actor the cores its role may use while it works: in `sync`
+        (or `alone`, as the warm-up runs before any worker starts) generation and learning take turns on
+        the same cores, so the role's actors share all the CPUs both roles reserve; in `one_step_off` and
+        `stream` both roles work at once and each actor keeps to its own `num_cpus` (two roles spinning
+        two threads each on two cores ran each phase about twice as slowly: docs/performance.md).
+        The rule assumes the roles share the machine, as on one CPU node; on GPU nodes set a number."""
+        own = self.rollout if role == "rollout" else self.learner
+        if own.num_threads != "auto":
+            return own.num_threads
+        if self.train.pipeline != "sync" and not alone:
+            return max(1, int(own.num_cpus))
+        reserved = (self.rollout.num_workers * self.rollout.num_cpus
+                    + self.learner.world_size * self.learner.num_cpus)
+        actors = self.rollout.num_workers if role == "rollout" else self.learner.world_size
+        return max(1, int(reserved // actors))
