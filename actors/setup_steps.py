@@ -44,23 +44,28 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
     return [(s.prompt_ids, s.token_ids, s.loss_mask) for s in samples]
 
 
-def answer_examples(cfg: Config, task: Task, tokenizer: Any, n: int) -> list[tuple]:
+def answer_examples(cfg: Config, task: Task, tokenizer: Any, n: int, turns: int = 1) -> list[tuple]:
     """The answer drill: the scripted trajectories of the task's drill rows (`Task.episode_drill_rows`),
-    each with only its last turn (the final answer) as the target and everything before it as the
-    prompt: every one a lookup of what the calls before it did, in the context an episode's answer has."""
+    each with only its last `turns` policy turns as the target (1: the final answer; 2: the last call
+    too, the tool's reply between them not learned) and everything before them as the prompt: every one
+    a lookup of what the turns before it asked or did, in the context an episode's late turns have."""
     out = []
     for prompt, ids, mask in trajectory_examples(cfg, task, tokenizer, task.episode_drill_rows(n)):
-        start, end = last_turn(mask)
-        out.append((prompt + ids[:start], ids[start:end], [1] * (end - start)))
+        start, end = last_turns(mask, turns)
+        out.append((prompt + ids[:start], ids[start:end], list(mask[start:end])))
     return out
 
 
-def last_turn(mask: list) -> tuple[int, int]:
-    """[start, end) of the last run of 1s in `mask` (a trajectory's last assistant turn)."""
+def last_turns(mask: list, turns: int = 1) -> tuple[int, int]:
+    """[start, end) of the last `turns` runs of 1s in `mask` (a trajectory's last assistant turns, with
+    what lies between them)."""
     end = max((i + 1 for i, m in enumerate(mask) if m), default=0)
     start = end
-    while start > 0 and mask[start - 1]:
-        start -= 1
+    for _ in range(turns):
+        while start > 0 and not mask[start - 1]:
+            start -= 1
+        while start > 0 and mask[start - 1]:
+            start -= 1
     return start, end
 
 

@@ -128,7 +128,9 @@ class Episodes(Completions):
             if not drilled:
                 raise ValueError(f"train.warmup.drill: task {self.task.name!r} "
                                  f"gave no drill rows out of {d.rows}")
-            answers = answer_examples(self.cfg, self.task, tokenizer, d.rows) if d.answers else []
+            answers = []
+            if d.answers:
+                answers = answer_examples(self.cfg, self.task, tokenizer, d.rows, d.answer_turns)
             drill = Drill(drilled, d.steps, d.batch_size, d.mix, answers, d.answers)
         return rows, examples, drill
 

@@ -42,6 +42,10 @@ class DrillConfig(Section):
     last call did. The request drill teaches copying from the request into the first calls; the final
     answer copies from calls two turns back, which a tiny model otherwise answers with the most
     frequent ticker or amount (docs/experiments.md, "The answer drill on seeds 0, 1 and 2")."""
+    answer_turns: int = Field(1, ge=1, le=4)
+    """The policy turns each answer-drill row learns, counted from its end: 1, the final answer; 2, the
+    last call as well (a call that copies from the request two turns back), the tool's reply between
+    them not learned."""
     gap_words: int = Field(0, ge=0)
     """Up to this many words of the episodes' system prompt (a random run of them, drawn per drill row)
     appended to each drill request. Without them the drill's answer always starts right after the

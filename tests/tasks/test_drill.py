@@ -4,6 +4,7 @@ request, no target without anything to look up."""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from configs.task import TaskConfig
@@ -134,11 +135,13 @@ def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer
     assert min(gaps) == 0 and max(gaps) == 5 and len(set(gaps)) == 6  # every length up to the bound
 
 
-def test_last_turn_keeps_the_last_run_of_the_mask():
-    from actors.setup_steps import last_turn
+def test_last_turns_keep_the_last_runs_of_the_mask():
+    from actors.setup_steps import last_turns
 
-    assert last_turn([0, 1, 1, 0, 0, 1, 1, 1, 0]) == (5, 8)
-    assert last_turn([1, 1, 0, 1]) == (3, 4) and last_turn([0, 0]) == (0, 0)
+    assert last_turns([0, 1, 1, 0, 0, 1, 1, 1, 0]) == (5, 8)
+    assert last_turns([1, 1, 0, 1]) == (3, 4) and last_turns([0, 0]) == (0, 0)
+    assert last_turns([0, 1, 1, 0, 0, 1, 1, 1, 0], 2) == (1, 8)
+    assert last_turns([1, 1, 0, 1], 3) == (0, 4)  # more turns than the mask has: all of it
 
 
 def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(tiny_tokenizer):
@@ -168,3 +171,24 @@ def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(t
         before = tok.decode(prompt)
         stated = [x for x in (*row["outcome"], *stated_by(row["guarded"]["params"])) if x in said]
         assert stated and all(x in before for x in stated), (row, said)
+
+
+def test_answer_drill_rows_of_two_turns_learn_the_last_call_and_the_answer_not_the_reply(tiny_tokenizer):
+    from actors.setup_steps import answer_examples, trajectory_examples
+    from configs.loader import load_config
+
+    cfg = load_config("tiny-cpu-agent")
+    task, tok = _task(episode_kinds=cfg.task.options["episode_kinds"]), tiny_tokenizer
+    rows = task.episode_drill_rows(40)
+    played = trajectory_examples(cfg, task, tok, rows)
+    one, two = answer_examples(cfg, task, tok, 40), answer_examples(cfg, task, tok, 40, turns=2)
+    for row, (p1, ids1, _), (p2, ids2, mask2), (p, c, _) in zip(rows, one, two, played, strict=True):
+        assert p2 + ids2 == p + c and ids2[-len(ids1):] == ids1 and len(p2) < len(p1)
+        # Two learned runs (the last call, then the answer) around the tool's reply, which is not learned.
+        runs = [(k, len(list(g))) for k, g in itertools.groupby(mask2)]
+        assert [k for k, _ in runs] == [1, 0, 1] and runs[-1][1] == len(ids1)
+        call = json.loads(tok.decode(ids2[:runs[0][1]], skip_special_tokens=True))["action"]
+        assert call["tool"] != "final_answer"
+        # each entity is one the request names or a tool's reply before it said: a lookup in the context
+        context = tok.decode(p2)
+        assert all(named_in(context, k, v) for k, v in call["params"].items()), (row["request"], call)
