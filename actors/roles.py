@@ -216,11 +216,13 @@ class Roles:
 
     # ---- the weight push --------------------------------------------------------------------------
     def load(self, indices: list[int], update_ref: Any, rollback: bool = False,
-             export_refs: list | None = None) -> list[Served]:
+             export_refs: list | None = None, replace: bool = True) -> list[Served]:
         """Load the update on workers `indices` (each verifies fingerprint and probe), replacing a worker
         that dies or misses its deadline; returns their receipts. With `export_refs` (the learner's
         export, still running) a failure is first checked against the learner: a learner that died or
-        raised while exporting is the learner's failure, not the workers'."""
+        raised while exporting is the learner's failure, not the workers'. With `replace=False` a
+        failed worker is raised as a RoleFailure instead (a streamed run's worker: a new one would have
+        no stream, and the run goes back to its checkpoint, where every stream starts again)."""
         served: dict[int, Served] = {}
         pending = list(indices)
         while pending:
@@ -230,6 +232,8 @@ class Roles:
             served.update(answers)
             pending = list(failures)
             for i, cause in failures.items():  # the new worker gets the update in the next round
+                if not replace:
+                    raise RoleFailure("rollout", i, self._node(self.rollout, i), cause)
                 self._replace(i, cause)
         return [served[i] for i in indices]
 

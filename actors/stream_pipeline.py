@@ -69,9 +69,9 @@ class StreamPipeline:
         """Start every worker's stream at `step` (the policy it serves now) and feed the first batches."""
         self.policies[step] = (version, update_ref)
         roles = self.roles
-        for ref in [roles.backend.call(a, "stream_start", step=step, **self.start_args())
-                    for a in roles.rollout.actors]:
-            roles.backend.get(ref)
+        for w, ref in enumerate([roles.backend.call(a, "stream_start", step=step, **self.start_args())
+                                 for a in roles.rollout.actors]):
+            self._answer(w, ref)
         self.fed, self.started, self.taken = step, True, step
         self.served = dict.fromkeys(range(len(roles.rollout.actors)), version)
         state, self.restored = self.restored or {}, None
@@ -237,10 +237,21 @@ class StreamPipeline:
         due, since = self.parked.pop(w)
         version, ref = self.policies[due]
         if ref is not None and version != self.served[w]:
-            self.roles.load([w], ref)
+            self.roles.load([w], ref, replace=False)  # a dead worker: the step's RoleFailure
             self.served[w] = version
         self.weight_wait_s += time.perf_counter() - since
         self._launch(w, due)
+
+    def _answer(self, w: int, ref: Any) -> Any:
+        """Worker `w`'s answer; a worker that is gone is the step's RoleFailure (it is replaced and the
+        run goes back to its checkpoint, where every stream starts again)."""
+        try:
+            return self.roles.backend.get(ref)
+        except Exception as e:
+            cause = self.roles.backend.actor_failure(e)
+            if cause is None:
+                raise
+            raise RoleFailure("rollout", w, None, cause) from None
 
     def _serve(self, also: list) -> None:
         """Wait a moment for any worker's answer (or one of `also`), and act on it."""
@@ -254,13 +265,7 @@ class StreamPipeline:
             if w in self.calls and self.calls[w] not in ready and now - since > self.timeout_s:
                 raise RoleFailure("rollout", w, None, f"no answer within {self.timeout_s:.0f}s")
         for w in [w for w, ref in self.calls.items() if ref in ready]:
-            try:
-                report: StreamReport = self.roles.backend.get(self.calls.pop(w))
-            except Exception as e:
-                cause = self.roles.backend.actor_failure(e)
-                if cause is None:
-                    raise
-                raise RoleFailure("rollout", w, None, cause) from None
+            report: StreamReport = self._answer(w, self.calls.pop(w))
             for b, (steps, running) in report.occupancy.items():
                 c = self.occupancy.setdefault(b, {}).setdefault(w, [0, 0])
                 c[0] += steps

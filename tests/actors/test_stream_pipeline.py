@@ -93,7 +93,8 @@ class Run:
         self.loaded: list[tuple[int, int]] = []
         actors = [ScriptedWorker(tokenizer) for _ in range(workers)]
 
-        def load(indices: list[int], ref: tuple[int, int]) -> None:
+        def load(indices: list[int], ref: tuple[int, int], replace: bool = True) -> None:
+            assert not replace, "a lost worker is the step's failure, not replaced without its stream"
             self.loaded.append(ref)
             for i in indices:
                 actors[i].version = ref[0]
