@@ -238,7 +238,9 @@ def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple | None =
               f"{info['drill_loss_first']:.3f} → {info['drill_loss_last']:.3f}", flush=True)
     if info.get("warmup_steps"):
         print(f"warm-up: {info['warmup_steps']} SFT steps, loss {info['warmup_loss_first']:.3f} → "
-              f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)", flush=True)
+              f"{info['warmup_loss_last']:.3f} ({info['warmup_seconds']:.0f}s)"
+              + (f", reused from the cache (trained in {info['warmup_trained_seconds']:.0f}s)"
+                 if info.get("warmup_reused") else ""), flush=True)
     # Not when resuming past step 0; but a run lost between its first checkpoint and this eval has none.
     if cfg.train.eval_before and info["step"] == 0 and "before" not in info["evaluated"]:
         before = stop.wait(ray, coord.evaluate.remote("before"))

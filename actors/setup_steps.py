@@ -5,12 +5,14 @@ the tokenizer; the coordinator (through its workload, `actors.workloads`) calls 
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
 from cluster.backend import Backend
 from cluster.runtime import role_env
 from configs.root import Config
+from models.warmup_cache import keep, reuse, warmup_key
 from tasks.base import Task
 
 
@@ -19,20 +21,32 @@ def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: lis
     """Fine-tune the base model on the warm-up `examples` (the workload's: prompts and targets, or
     scripted trajectories), where and as the learner will run (its CPUs and threads); `groups` balance
     the batches by row kind when `train.warmup.balanced`; `dirs` = (base model, tokenizer, output);
-    `swaps`: the entity groups the warm-up redraws (`train.warmup.swap_entities`).
-    Returns the warm-up's stats."""
+    `swaps`: the entity groups the warm-up redraws (`train.warmup.swap_entities`). With
+    `train.warmup.cache`, a warm-up of the same inputs trained before is reused (`models.warmup_cache`)
+    and a new one is kept. Returns the warm-up's stats."""
     from learner.warmup import sft_warmup
 
+    t0 = time.perf_counter()
     w = cfg.train.warmup
     env = {"env_vars": role_env(cfg.cluster.env_vars)}
     threads = cfg.threads("learner", alone=True)
     if threads:
         env["env_vars"]["OMP_NUM_THREADS"] = str(threads)
-    ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), dict(
-        steps=w.steps, lr=w.lr, lr_final_ratio=w.lr_final_ratio, batch_size=w.batch_size, seed=cfg.train.seed,
-        groups=groups if w.balanced else None, drill=drill, swaps=swaps,
-    ), {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
-    return backend.get(ref)
+    settings = dict(steps=w.steps, lr=w.lr, lr_final_ratio=w.lr_final_ratio, batch_size=w.batch_size,
+                    seed=cfg.train.seed, groups=groups if w.balanced else None, drill=drill, swaps=swaps)
+    key = None
+    if w.cache:
+        key = warmup_key({**settings, "examples": examples, "threads": threads,
+                          "env_vars": dict(cfg.cluster.env_vars)}, dirs[:2])
+        if (stats := reuse(key, dirs[2])) is not None:
+            return {**stats, "warmup_seconds": time.perf_counter() - t0, "warmup_reused": key,
+                    "warmup_trained_seconds": stats["warmup_seconds"]}
+    ref = backend.task(sft_warmup, (*dirs[:2], examples, dirs[2]), settings,
+                       {"num_cpus": cfg.learner.num_cpus, "runtime_env": env})
+    stats = backend.get(ref)
+    if key is not None:
+        keep(key, dirs[2], stats)
+    return stats
 
 
 def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict]) -> list[tuple]:

@@ -78,6 +78,11 @@ class WarmupConfig(Section):
     """Agent runs: each time the warm-up (or the drill) draws a row, its entities (tickers, account ids:
     `Task.entity_groups`) are replaced consistently by others of their kind, so that the model can only
     predict them by copying them from the request, never from memory of the row."""
+    cache: bool = True
+    """Keep the finished warm-up model in the cache (`$NGRPO_CACHE`, default `~/.cache/ngrpo-ray`,
+    `warmups/`) and reuse it in every later run whose warm-up has the same inputs (model, tokenizer,
+    examples, settings, seed, threads, code, CPU model): the same weights, byte for byte, without the
+    minutes. False: always train it, store nothing."""
 
 
 class TrainConfig(Section):
