@@ -120,22 +120,34 @@ def ensure_tiny_model(
     paths = TinyModelPaths(root / "model", root / "tokenizer")
     if (root / "DONE").exists():
         return paths
-    root.parent.mkdir(parents=True, exist_ok=True)
-    # Build in a temp dir and rename: concurrent builders (several actors) never see half a model.
-    tmp = Path(tempfile.mkdtemp(prefix="tiny-build-", dir=root.parent))
-    try:
+
+    def fill(tmp: Path) -> None:
         train_tokenizer(corpus, cfg.vocab_size, tmp / "tokenizer", vocabulary)
         build_model(cfg, tmp / "tokenizer", tmp / "model")
-        (tmp / "DONE").write_text("ok\n")
-        try:
-            os.rename(tmp, root)
-        except OSError:  # another process won the race; theirs is identical
-            shutil.rmtree(tmp, ignore_errors=True)
-    finally:
-        if tmp.exists() and tmp != root:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+    publish(root, fill)  # concurrent builders (several actors) never see half a model
     log.info("built tiny model at %s", root)
     return paths
+
+
+def publish(dest: Path, fill: Callable[[Path], None]) -> None:
+    """Make a cache entry: `fill` a temp dir beside `dest`, mark it DONE, rename it to `dest`. Readers
+    trust only entries with the mark, so a concurrent builder or a crash never leaves half an entry that
+    looks whole; an unmarked one at `dest` is replaced. When another builder won the race, theirs (the
+    same content) stays."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f"{dest.name}-build-", dir=dest.parent))
+    try:
+        fill(tmp)
+        (tmp / "DONE").write_text("ok\n")
+        if dest.exists() and not (dest / "DONE").exists():
+            shutil.rmtree(dest, ignore_errors=True)
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # another builder won the race
+            pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def resolve_model(cfg: ModelConfig, corpus: Callable[[], list[str]], vocabulary: list[str]) -> TinyModelPaths:

@@ -19,15 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import platform
 import shutil
-import tempfile
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from models.tiny import cache_root
+from models.tiny import cache_root, publish
 
 log = logging.getLogger(__name__)
 
@@ -67,23 +65,20 @@ def reuse(key: str, out_dir: str) -> dict | None:
 
 
 def keep(key: str, out_dir: str, stats: dict) -> None:
-    """Store the warm-up model at `out_dir` with its `stats` as entry `key`. Written aside and renamed,
-    so a concurrent run or a crash never leaves half an entry that looks whole."""
-    root = cache_root() / "warmups"
-    root.mkdir(parents=True, exist_ok=True)
-    if (root / key / "DONE").exists():
+    """Store the warm-up model at `out_dir` with its `stats` as entry `key` (`models.tiny.publish`: never
+    half an entry that looks whole). A failure to store (a full disk) is logged; the run goes on."""
+    entry = cache_root() / "warmups" / key
+    if (entry / "DONE").exists():
         return
-    tmp = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=root))
-    try:
+
+    def fill(tmp: Path) -> None:
         shutil.copytree(out_dir, tmp / "model")
         (tmp / "stats.json").write_text(json.dumps(stats, sort_keys=True))
-        (tmp / "DONE").write_text("ok\n")
-        shutil.rmtree(root / key, ignore_errors=True)  # an unfinished entry of this key
-        os.rename(tmp, root / key)
-    except OSError as e:  # another run stored the same (identical) entry first, or the disk is full
+
+    try:
+        publish(entry, fill)
+    except OSError as e:
         log.warning("warm-up %s not cached: %s", key, e)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _hash_tree(h: Any, root: Path, pattern: str = "*") -> None:
