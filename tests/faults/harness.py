@@ -22,6 +22,7 @@ import psutil
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
+ROLES = ("rollout", "learner", "reward")
 CANARY = "tok_CANARY_5e8d1b7a93"  # a secret in cluster.env_vars
 SETTINGS = [
     "train.warmup.enabled=false", "train.prompts_per_step=4", "rollout.n=4", "rollout.max_tokens=24",
@@ -58,8 +59,24 @@ class Run:
         events = [json.loads(x) for x in lines if x.strip()]
         return [e for e in events if kind is None or e["event"] == kind]
 
+    def placement(self) -> dict[str, list[dict]]:
+        """Where each actor of the run is now: the set-up's placement, with every later move applied
+        (a replaced worker, a rebuilt learner group)."""
+        where: dict[str, list[dict]] = {}
+        for e in self.events():
+            if e["event"] == "placement":
+                where = {role: [dict(x) for x in e[role]] for role in ROLES if role in e}
+            elif e["event"] == "recovered" and e.get("placed"):
+                moved = e.get("moved", e["role"])  # the learner group is rebuilt after any failure in a step
+                if moved == "learner":
+                    where["learner"] = [dict(x) for x in e["placed"]]
+                elif moved in where:
+                    where[moved][e["index"]] = dict(e["placed"][0])
+        return where
+
     def pid(self, role: str, index: int = 0) -> int:
-        return self.events("placement")[-1][role][index]["pid"]
+        """The process of the role's `index`-th actor now (the replacement, once one was started)."""
+        return self.placement()[role][index]["pid"]
 
     def wait_rows(self, n: int, timeout: float = 300) -> None:
         t = time.monotonic()

@@ -31,7 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.faults.harness import ROOT, Run, adapter_fingerprint, same_rows, start
+from tests.faults.harness import ROLES, ROOT, Run, adapter_fingerprint, same_rows, start
 
 # Two of each role, the learner under ZeRO-3, on a cluster whose nodes each hold at most two CPUs.
 LAYOUT = ("rollout.num_workers=2", "rollout.num_cpus=1", "learner.world_size=2", "learner.num_cpus=1",
@@ -42,7 +42,6 @@ STORE = 150 * 1024**2
 # Ray notices a lost node within a few seconds instead of its default half a minute.
 FAST_HEALTH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
                "health_check_timeout_ms": 1000}
-ROLES = ("rollout", "learner", "reward")
 
 
 @dataclass
@@ -75,14 +74,14 @@ class LostNodes:
 
     def _node_of(self, role: str) -> str:
         """Of the nodes that hold the role, the one holding the most actors of the run."""
-        where = placement_now(self.run)
+        where = self.run.placement()
         count = Counter(x["node"] for xs in where.values() for x in xs)
         return max({x["node"] for x in where[role]}, key=lambda n: (count[n], n))
 
     def _remove(self, node_id: str, why: str) -> None:
         """The node's raylet and every process of the run on it, at once."""
         node = next(n for n in self.cluster.list_all_nodes() if n.node_id == node_id)
-        where = placement_now(self.run)
+        where = self.run.placement()
         pids = [x["pid"] for role in where.values() for x in role if x["node"] == node_id]
         held = {role: sum(x["node"] == node_id for x in xs) for role, xs in where.items()}
         for pid in pids:
@@ -93,21 +92,6 @@ class LostNodes:
         self.cluster.remove_node(node, allow_graceful=False)
         self.log.append({"what": f"node removed ({why})", "node": node_id, "rows": len(self.run.rows()),
                          "held": {r: n for r, n in held.items() if n}})
-
-
-def placement_now(run: Run) -> dict[str, list[dict]]:
-    """Where each actor of the run is now: the set-up's placement, with every later move applied."""
-    where: dict[str, list[dict]] = {}
-    for e in run.events():
-        if e["event"] == "placement":
-            where = {role: [dict(x) for x in e[role]] for role in ROLES if role in e}
-        elif e["event"] == "recovered" and e.get("placed"):
-            moved = e.get("moved", e["role"])  # the learner group is rebuilt after any failure in a step
-            if moved == "learner":
-                where["learner"] = [dict(x) for x in e["placed"]]
-            elif moved in where:
-                where[moved][e["index"]] = dict(e["placed"][0])
-    return where
 
 
 def start_cluster():
@@ -172,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
             held = f", holding {entry['held']}" if entry.get("held") else ""
             node = names.get(entry["node"], entry["node"][:8])
             print(f"  {entry['what']}: {node} after {entry['rows']} rows{held}")
-        print("placement at the end: " + describe(placement_now(run), names))
+        print("placement at the end: " + describe(run.placement(), names))
         if chaos.errors or code != 0:
             print(run.output()[-4000:])
             raise AssertionError(f"the run losing nodes failed: {chaos.errors or code}")
-        now = placement_now(run)
+        now = run.placement()
         gone = {e["node"] for e in chaos.log if e["what"].startswith("node removed")}
         used = {x["node"] for xs in now.values() for x in xs}
         assert not gone & used, now  # nothing left on a lost node

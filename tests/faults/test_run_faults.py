@@ -35,70 +35,60 @@ def test_a_secret_reaches_the_roles_and_no_file_or_log_of_the_run(straight):
     assert CANARY not in straight.output()  # the driver's output, with what Ray forwarded from the roles
 
 
-def _recovers(runs, straight, name: str, role: str, sig: int, after_rows: int):
-    """Start run `name`, send `sig` to its `role` process after `after_rows` rows; the run must finish
-    with the straight run's rows."""
-    run = start(runs, name)
-    run.wait_rows(after_rows)
-    os.kill(run.pid(role), sig)
+def test_a_killed_learner_a_killed_worker_and_a_hung_worker_are_each_replaced(runs, straight):
+    """One run, three faults in turn, and it ends with the straight run's rows and adapter:
+    1. kill -9 of the learner during step 2, before its checkpoint: the group is rebuilt from the newest
+       checkpoint, step 0's, whose policy is the base model, which the worker (serving step 1's) must
+       serve again (`serve_base`);
+    2. kill -9 of the rollout worker after step 3: it is replaced and its share generated again;
+    3. SIGSTOP of that replacement after step 5: it misses its deadline (6 s in this run) and is replaced.
+    Each fault is its own recovery event with its own cause (what `make chaos` runs at random)."""
+    run = start(runs, "role-faults", "rollout.call_timeout_s=6")
+    run.wait_rows(1)
+    os.kill(run.pid("learner"), signal.SIGKILL)
+    run.wait_rows(3)
+    first = run.pid("rollout")
+    os.kill(first, signal.SIGKILL)
+    run.wait_rows(5)
+    assert run.pid("rollout") != first  # the replacement is the one stopped
+    os.kill(run.pid("rollout"), signal.SIGSTOP)
     assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())  # steps after a rollback ran again, rows not doubled
-    return run
-
-
-def test_a_killed_rollout_worker_is_replaced_and_its_share_regenerated(runs, straight):
-    run = _recovers(runs, straight, "worker-kill9", "rollout", signal.SIGKILL, 2)
-    rec = run.events("recovery")
-    assert len(rec) == 1 and rec[0]["role"] == "rollout" and "ActorDiedError" in rec[0]["cause"]
+    same_rows(straight.rows(), run.rows())  # steps after the rollback ran again, rows not doubled
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
+    lost = [(e["role"], e["step"], e["cause"]) for e in run.events("recovery")]
+    assert [r for r, _, _ in lost] == ["learner", "rollout", "rollout"], lost
+    assert "ActorDiedError" in lost[1][2] and "no answer within 6s" in lost[2][2], lost
+    (back,) = run.events("rollback")  # only the learner's loss goes back to a checkpoint
+    assert back["step"] in (0, 2)
+    done = run.events("recovered")
+    assert [e["moved"] for e in done] == ["learner", "rollout", "rollout"], done
+    assert done[0]["redone"] == lost[0][1] - back["step"]
+    assert all(e["seconds"] > 0 for e in done)
     assert "rollout-0 on node" in (run.run_dir / "report" / "report.md").read_text()  # a line in the report
 
 
-def test_a_hung_rollout_worker_misses_its_deadline_and_is_replaced(runs, straight):
-    run = _recovers(runs, straight, "worker-sigstop", "rollout", signal.SIGSTOP, 2)
-    rec = run.events("recovery")
-    assert len(rec) == 1 and rec[0]["role"] == "rollout" and "no answer within 15s" in rec[0]["cause"]
-
-
-def test_a_killed_learner_rank_rebuilds_the_group_from_the_newest_checkpoint(runs, straight):
-    """Killed during step 2, before its checkpoint: back to the checkpoint of step 0, whose policy is the
-    base model, which the workers (serving step 1's) must serve again (`serve_base`)."""
-    run = _recovers(runs, straight, "learner-kill9", "learner", signal.SIGKILL, 1)
-    (lost,) = run.events("recovery")
-    assert lost["role"] == "learner"
-    back = run.events("rollback")
-    assert len(back) == 1 and back[0]["step"] in (0, 2)
-    (done,) = run.events("recovered")
-    assert (done["moved"], done["redone"]) == ("learner", lost["step"] - back[0]["step"])
-    assert done["seconds"] > 0
-    assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
-
-
-def test_sigterm_to_the_driver_stops_cleanly_and_the_run_resumes(runs, straight):
-    run = start(runs, "sigterm")
-    run.wait_rows(3)
-    os.kill(run.proc.pid, signal.SIGTERM)  # what `ray job stop` sends first
+def test_sigterm_stops_cleanly_kill9_of_the_driver_does_not_and_each_resume_goes_on(runs, straight):
+    """SIGTERM to the driver after step 2 (what `ray job stop` sends first): it stops with its message
+    and a complete checkpoint; resumed, then killed with SIGKILL after step 5 (between the checkpoints of
+    steps 4 and 6: step 5 is done again), resumed again: the rows and adapter of the straight run."""
+    run = start(runs, "driver-faults")
+    run.wait_rows(2)
+    os.kill(run.proc.pid, signal.SIGTERM)
     code = run.finish(timeout=120)
     out = run.output()
     assert code == 128 + signal.SIGTERM, out
     assert "stopped by SIGTERM" in out and "resume with: python train.py" in out and "Traceback" not in out
     newest = (run.run_dir / "checkpoints" / "latest").read_text().strip()
     assert (run.run_dir / "checkpoints" / newest / "COMPLETE").exists()
-    again = start(runs, "sigterm")
-    assert again.finish() == 0, again.output()
-    same_rows(straight.rows(), again.rows())
-    assert adapter_fingerprint(again.run_dir) == adapter_fingerprint(straight.run_dir)
-
-
-def test_kill9_of_the_driver_then_resume_gives_the_straight_run(runs, straight):
-    run = start(runs, "driver-kill9")
-    run.wait_rows(3)
-    run.kill_driver()
-    again = start(runs, "driver-kill9")
-    assert again.finish() == 0, again.output()
+    again = start(runs, "driver-faults")
+    again.wait_rows(5)
     assert "resuming from" in again.output()
-    same_rows(straight.rows(), again.rows())
-    assert adapter_fingerprint(again.run_dir) == adapter_fingerprint(straight.run_dir)
+    again.kill_driver()
+    last = start(runs, "driver-faults")
+    assert last.finish() == 0, last.output()
+    assert "resuming from" in last.output()
+    same_rows(straight.rows(), last.rows())
+    assert adapter_fingerprint(last.run_dir) == adapter_fingerprint(straight.run_dir)
 
 
 def test_too_many_failures_stop_the_run_with_one_message(runs):
