@@ -7,8 +7,10 @@ everything a role needs is passed in `runtime_env` here.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import sys
 from pathlib import Path
 
 from configs.cluster import ClusterConfig
@@ -28,13 +30,21 @@ def role_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
         "TOKENIZERS_PARALLELISM": "false",
         # DeepSpeed compiles ops on first use (35–65 s): keep them in an absolute, persistent place.
-        "TORCH_EXTENSIONS_DIR": str(cache / "torch_extensions"),
+        "TORCH_EXTENSIONS_DIR": str(extensions_dir(cache)),
         "NGRPO_CACHE": str(cache),
         "RAY_DEDUP_LOGS": "1",
         # vLLM logs every weight reload and cache reset at INFO; set INFO in cluster.env_vars to see them.
         "VLLM_LOGGING_LEVEL": "WARNING",
         **(extra or {}),
     }
+
+
+def extensions_dir(cache: Path) -> Path:
+    """The op build folder of this Python environment. A build records the include and library paths
+    of the environment that made it, so two environments (two checkouts, each with its own `.venv`)
+    sharing one folder each took the other's build for stale and compiled the op again (about 40 s)
+    whenever the other had built last; one folder per environment keeps each build."""
+    return cache / "torch_extensions" / hashlib.sha256(sys.prefix.encode()).hexdigest()[:12]
 
 
 def redacted(config: dict) -> dict:

@@ -37,3 +37,16 @@ def test_a_lock_left_by_a_killed_build_is_removed_and_a_live_one_kept(monkeypatc
     os.utime(left, (old, old))
     assert clear_stale_build_locks() == [left]
     assert not left.exists() and live.exists()
+
+
+def test_each_python_environment_builds_into_its_own_folder(monkeypatch, tmp_path):
+    """Two checkouts with a `.venv` each share the cache: their builds must not overwrite each other."""
+    from cluster.runtime import role_env
+
+    monkeypatch.setenv("NGRPO_CACHE", str(tmp_path))
+    monkeypatch.setattr(sys, "prefix", "/work/a/.venv")
+    a = Path(role_env()["TORCH_EXTENSIONS_DIR"])
+    assert Path(role_env()["TORCH_EXTENSIONS_DIR"]) == a  # the same environment finds its build again
+    monkeypatch.setattr(sys, "prefix", "/work/b/.venv")
+    b = Path(role_env()["TORCH_EXTENSIONS_DIR"])
+    assert a != b and a.parent == b.parent == tmp_path / "torch_extensions"
