@@ -73,11 +73,12 @@ class PromptStream:
 
     def state_dict(self) -> dict:
         """Everything that decides the next draws (JSON-safe): the generator, the queues, the balanced
-        round, the adaptive accuracies."""
+        round, the adaptive accuracies. A copy: later draws do not change it (a run stopped inside a step
+        checkpoints the state it had before that step's draw)."""
         version, internal, gauss = self.rng.getstate()
         return {
             "rng": [version, list(internal), gauss],
-            "queues": [[k[0], k[1], q] if k else [None, None, q] for k, q in self._queues.items()],
+            "queues": [[*(k or (None, None)), list(q)] for k, q in self._queues.items()],
             "cat_order": list(self._cat_order),
             "accuracy": dict(self.accuracy.acc) if self.accuracy is not None else None,
         }

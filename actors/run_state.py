@@ -26,7 +26,7 @@ class RunState:
         """The coordinator's part of a checkpoint: what decides the rest of the run, and the metrics
         position (the step: rows after it are written again on resume)."""
         return {"step": self.step, "policy_version": self.version, "stream": self.stream.state_dict(),
-                "ngrpo_switch": self.switch.state_dict(), "eval_tables": self.eval_tables,
+                "ngrpo_switch": self.switch.state_dict(), "eval_tables": dict(self.eval_tables),
                 "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row,
                 "next": self.pipeline.state_dict()}
 
