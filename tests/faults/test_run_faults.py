@@ -35,76 +35,6 @@ def test_a_secret_reaches_the_roles_and_no_file_or_log_of_the_run(straight):
     assert CANARY not in straight.output()  # the driver's output, with what Ray forwarded from the roles
 
 
-def test_a_killed_learner_a_killed_worker_and_a_hung_worker_are_each_replaced(runs, straight):
-    """One run, three faults in turn, and it ends with the straight run's rows and adapter:
-    1. kill -9 of the learner during step 2, before its checkpoint: the group is rebuilt from the newest
-       checkpoint, step 0's, whose policy is the base model, which the worker (serving step 1's) must
-       serve again (`serve_base`);
-    2. kill -9 of the rollout worker after step 3: it is replaced and its share generated again;
-    3. SIGSTOP of that replacement after step 5: it misses its deadline (6 s in this run) and is replaced.
-    Each fault is its own recovery event with its own cause (what `make chaos` runs at random)."""
-    run = start(runs, "role-faults", "rollout.call_timeout_s=6")
-    run.wait_rows(1)
-    os.kill(run.pid("learner"), signal.SIGKILL)
-    run.wait_rows(3)
-    first = run.pid("rollout")
-    os.kill(first, signal.SIGKILL)
-    run.wait_rows(5)
-    assert run.pid("rollout") != first  # the replacement is the one stopped
-    os.kill(run.pid("rollout"), signal.SIGSTOP)
-    assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())  # steps after the rollback ran again, rows not doubled
-    assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
-    lost = [(e["role"], e["step"], e["cause"]) for e in run.events("recovery")]
-    assert [r for r, _, _ in lost] == ["learner", "rollout", "rollout"], lost
-    assert "ActorDiedError" in lost[1][2] and "no answer within 6s" in lost[2][2], lost
-    (back,) = run.events("rollback")  # only the learner's loss goes back to a checkpoint
-    assert back["step"] in (0, 2)
-    done = run.events("recovered")
-    assert [e["moved"] for e in done] == ["learner", "rollout", "rollout"], done
-    assert done[0]["redone"] == lost[0][1] - back["step"]
-    assert all(e["seconds"] > 0 for e in done)
-    assert "rollout-0 on node" in (run.run_dir / "report" / "report.md").read_text()  # a line in the report
-
-
-def test_sigterm_stops_cleanly_kill9_of_the_driver_does_not_and_each_resume_goes_on(runs, straight):
-    """SIGTERM to the driver after step 2 (what `ray job stop` sends first): it stops with its message
-    and a complete checkpoint; resumed, then killed with SIGKILL after step 5 (between the checkpoints of
-    steps 4 and 6: step 5 is done again), resumed again: the rows and adapter of the straight run."""
-    run = start(runs, "driver-faults")
-    run.wait_rows(2)
-    os.kill(run.proc.pid, signal.SIGTERM)
-    code = run.finish(timeout=120)
-    out = run.output()
-    assert code == 128 + signal.SIGTERM, out
-    assert "stopped by SIGTERM" in out and "resume with: python train.py" in out and "Traceback" not in out
-    newest = (run.run_dir / "checkpoints" / "latest").read_text().strip()
-    assert (run.run_dir / "checkpoints" / newest / "COMPLETE").exists()
-    again = start(runs, "driver-faults")
-    again.wait_rows(5)
-    assert "resuming from" in again.output()
-    again.kill_driver()
-    last = start(runs, "driver-faults")
-    assert last.finish() == 0, last.output()
-    assert "resuming from" in last.output()
-    same_rows(straight.rows(), last.rows())
-    assert adapter_fingerprint(last.run_dir) == adapter_fingerprint(straight.run_dir)
-
-
-def test_too_many_failures_stop_the_run_with_one_message(runs):
-    run = start(runs, "no-restarts", "train.max_restarts=0")
-    run.wait_rows(2)
-    os.kill(run.pid("rollout"), signal.SIGKILL)
-    code = run.finish()
-    out = run.output()
-    assert code == 1, out
-    assert "rollout-0 on node" in out and "max_restarts=0" in out and "resume with:" in out
-    assert "Traceback" not in out.split("error: run stopped")[-1]
-    # The final checkpoint holds the last completed step: resuming it (more restarts allowed) finishes.
-    stopped = [e for e in run.events("stopped")][-1]["step"]
-    assert (run.run_dir / "checkpoints" / f"step_{stopped - 1:05d}" / "COMPLETE").exists()
-
-
 def _kill_when_up(run, marker: str, timeout: float = 300) -> int:
     """kill -9 of the run's first process whose command line holds `marker` (Ray names a worker process
     after the actor's class), as soon as it exists; returns its pid."""
@@ -122,16 +52,85 @@ def _kill_when_up(run, marker: str, timeout: float = 300) -> int:
     raise AssertionError(f"no {marker} process within {timeout}s")
 
 
-def test_kill9_of_the_learner_during_set_up_is_survived(runs, straight):
-    """Lost before the first checkpoint: the driver starts a new coordinator on a fresh run. (A loss
-    during a resumed run's set-up, or of the coordinator itself, is in the chaos test below.)"""
-    run = start(runs, "setup-kill9")
+def test_a_learner_lost_in_set_up_and_in_a_step_a_killed_worker_and_a_hung_worker_are_each_survived(
+        runs, straight):
+    """One run, four faults in turn, and it ends with the straight run's rows and adapter:
+    1. kill -9 of the learner as soon as its process exists, during set-up, before the first checkpoint:
+       the driver starts a new coordinator on a fresh run (a loss during a resumed run's set-up, or of
+       the coordinator itself, is in the chaos test below);
+    2. kill -9 of the learner during step 2, before its checkpoint: the group is rebuilt from the newest
+       checkpoint, step 0's, whose policy is the base model, which the worker (serving step 1's) must
+       serve again (`serve_base`);
+    3. kill -9 of the rollout worker after step 3: it is replaced and its share generated again;
+    4. SIGSTOP of that replacement after step 5: it misses its deadline (6 s in this run) and is replaced.
+    Each fault is its own recovery event with its own cause (what `make chaos` runs at random)."""
+    run = start(runs, "role-faults", "rollout.call_timeout_s=6")
     _kill_when_up(run, "Learner")
+    run.wait_rows(1)
+    os.kill(run.pid("learner"), signal.SIGKILL)
+    run.wait_rows(3)
+    first = run.pid("rollout")
+    os.kill(first, signal.SIGKILL)
+    run.wait_rows(5)
+    assert run.pid("rollout") != first  # the replacement is the one stopped
+    os.kill(run.pid("rollout"), signal.SIGSTOP)
     assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())
+    same_rows(straight.rows(), run.rows())  # steps after the rollback ran again, rows not doubled
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
     assert "starting the coordinator again from the start" in run.output()
-    assert [e["role"] for e in run.events("recovery")] == ["coordinator"]
+    lost = [(e["role"], e["step"], e["cause"]) for e in run.events("recovery")]
+    assert [r for r, _, _ in lost] == ["coordinator", "learner", "rollout", "rollout"], lost
+    assert "ActorDiedError" in lost[2][2] and "no answer within 6s" in lost[3][2], lost
+    (back,) = run.events("rollback")  # only the learner's loss in a step goes back to a checkpoint
+    assert back["step"] in (0, 2)
+    done = [e for e in run.events("recovered") if e["role"] != "coordinator"]
+    assert [e["moved"] for e in done] == ["learner", "rollout", "rollout"], done
+    assert done[0]["redone"] == lost[1][1] - back["step"]
+    assert all(e["seconds"] > 0 for e in done)
+    assert "rollout-0 on node" in (run.run_dir / "report" / "report.md").read_text()  # a line in the report
+
+
+def test_too_many_failures_sigterm_and_kill9_of_the_driver_each_stop_the_run_and_each_resume_goes_on(
+        runs, straight):
+    """One run directory, three stops, each resumed, ending with the rows and adapter of the straight run:
+    1. too many failures: with `train.max_restarts=0`, kill -9 of the rollout worker after step 2 stops
+       the run with one message naming the worker and the setting, and a final checkpoint of the last
+       completed step; the resume may allow more restarts (it does: the default);
+    2. SIGTERM to the driver after the resumed run's first step (what `ray job stop` sends first): it
+       stops with its message and a complete checkpoint;
+    3. SIGKILL of the driver after step 5 (between the checkpoints of steps 4 and 6: step 5 is done
+       again), and a last resume to the end."""
+    run = start(runs, "driver-faults", "train.max_restarts=0")
+    run.wait_rows(2)
+    os.kill(run.pid("rollout"), signal.SIGKILL)
+    code = run.finish()
+    out = run.output()
+    assert code == 1, out
+    assert "rollout-0 on node" in out and "max_restarts=0" in out and "resume with:" in out
+    assert "Traceback" not in out.split("error: run stopped")[-1]
+    stopped = [e for e in run.events("stopped")][-1]["step"]  # the final checkpoint: the last completed step
+    assert (run.run_dir / "checkpoints" / f"step_{stopped - 1:05d}" / "COMPLETE").exists()
+
+    term = start(runs, "driver-faults")
+    term.wait_rows(len(run.rows()) + 1)
+    os.kill(term.proc.pid, signal.SIGTERM)
+    code = term.finish(timeout=120)
+    out = term.output()
+    assert code == 128 + signal.SIGTERM, out
+    assert f"resuming from {run.run_dir / 'checkpoints' / f'step_{stopped - 1:05d}'}" in out
+    assert "stopped by SIGTERM" in out and "resume with: python train.py" in out and "Traceback" not in out
+    newest = (run.run_dir / "checkpoints" / "latest").read_text().strip()
+    assert (run.run_dir / "checkpoints" / newest / "COMPLETE").exists()
+
+    again = start(runs, "driver-faults")
+    again.wait_rows(5)
+    assert f"resuming from {run.run_dir / 'checkpoints' / newest}" in again.output()
+    again.kill_driver()
+    last = start(runs, "driver-faults")
+    assert last.finish() == 0, last.output()
+    assert "resuming from" in last.output()
+    same_rows(straight.rows(), last.rows())
+    assert adapter_fingerprint(last.run_dir) == adapter_fingerprint(straight.run_dir)
 
 
 def test_chaos_of_kills_at_the_worst_moments_ends_as_the_straight_run(runs, straight):
