@@ -1,6 +1,8 @@
 """RolloutWorker with a real vLLM engine: groups, logprobs, verified weight pushes.
 
-Each worker runs as a Ray actor (the class the coordinator uses), one engine per process."""
+Each worker runs as a Ray actor (the class the coordinator uses), one engine per process. The tests of
+merged serving share one worker (`merged`, an engine costs about 9 s to start here); each starts from
+the base model (`serve_base`), as a run rolled back to step 0 does."""
 
 from __future__ import annotations
 
@@ -60,12 +62,36 @@ def _teacher_forced_logprobs(model_dir, update: LoraUpdate | None, prompt_ids, c
         return token_logprobs(completion_logits(model, packed), packed.completion_ids)[0]
 
 
+LCFG = LoraConfig(r=8, alpha=16)
+CFG = RolloutConfig(n=3, max_tokens=12, temperature=1.0, max_model_len=256,
+                    kv_cache_memory_bytes=64 * 1024**2)
+
+
+@pytest.fixture(scope="module")
+def merged(tiny_paths, ray_local):
+    """One merged-serving worker for the tests below; each test starts it on the base model."""
+    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), CFG, LCFG, seed=0)
+    yield w
+    ray_local.kill(actor)
+
+
+@pytest.fixture
+def on_base(merged):
+    merged.serve_base()
+    return merged
+
+
+@pytest.fixture
+def adapter_worker(tiny_paths, ray_local):
+    cfg = CFG.model_copy(update={"serve_mode": "adapter"})
+    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, LCFG, seed=0)
+    yield w
+    ray_local.kill(actor)
+
+
 @pytest.mark.parametrize("mode", ["merged", "adapter"])
-def test_generate_and_push(tiny_paths, mode, ray_local):
-    lcfg = LoraConfig(r=8, alpha=16)
-    cfg = RolloutConfig(n=3, max_tokens=12, temperature=1.0, max_model_len=256,
-                        kv_cache_memory_bytes=64 * 1024**2, serve_mode=mode)
-    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg, seed=0)
+def test_generate_and_push(tiny_paths, mode, request):
+    w = request.getfixturevalue("on_base" if mode == "merged" else "adapter_worker")
     out = w.generate([PROMPT, PROMPT + " "])
     assert len(out.groups) == 2 and all(len(g) == 3 for g in out.groups)
     c = out.groups[0][0]
@@ -73,7 +99,7 @@ def test_generate_and_push(tiny_paths, mode, ray_local):
     assert c.policy_version == 0 and out.fingerprint == "base"
     greedy_before = w.generate([PROMPT], n=1, temperature=0.0).groups[0][0]
 
-    update = _random_lora(tiny_paths.model_dir, lcfg, seed=1, version=1)
+    update = _random_lora(tiny_paths.model_dir, LCFG, seed=1, version=1)
     served = w.load_adapter(update)
     assert (served.version, served.fingerprint) == (1, update.fingerprint) and served.nbytes > 0
     assert w.fingerprint() == (1, update.fingerprint)
@@ -89,14 +115,11 @@ def test_generate_and_push(tiny_paths, mode, ray_local):
     assert w.serve_base() == Served(0, 0, "base", 0) and w.fingerprint() == (0, "base")
     again = w.generate([PROMPT], n=1, temperature=0.0).groups[0][0]
     assert (again.token_ids, again.logprobs) == (greedy_before.token_ids, greedy_before.logprobs)
-    ray_local.kill(actor)
 
 
-def test_push_with_wrong_fingerprint_is_refused(tiny_paths, ray_local):
-    lcfg = LoraConfig(r=8, alpha=16)
-    cfg = RolloutConfig(n=2, max_tokens=8, max_model_len=256, kv_cache_memory_bytes=64 * 1024**2)
-    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg)
-    update = _random_lora(tiny_paths.model_dir, lcfg, seed=2, version=1)
+def test_push_with_wrong_fingerprint_is_refused(tiny_paths, on_base):
+    w = on_base
+    update = _random_lora(tiny_paths.model_dir, LCFG, seed=2, version=1)
     corrupted = LoraUpdate(1, update.weights, "0000000000000000", update.scale)
     with pytest.raises(PushError, match="fingerprint"):
         w.load_adapter(corrupted)
@@ -104,16 +127,13 @@ def test_push_with_wrong_fingerprint_is_refused(tiny_paths, ray_local):
     w.load_adapter(update)
     with pytest.raises(PushError, match="not newer"):
         w.load_adapter(update)
-    ray_local.kill(actor)
 
 
 def test_min_p_cuts_the_sampling_tail(tiny_paths, ray_local):
     """rollout.min_p reaches vLLM: keeping only tokens within 0.1% of the top one, sampling at T 1.0
     reproduces greedy decoding (the random tiny model samples almost anything without it)."""
-    lcfg = LoraConfig(r=8, alpha=16)
-    cfg = RolloutConfig(n=6, temperature=1.0, min_p=0.999, max_tokens=8, max_model_len=256,
-                        kv_cache_memory_bytes=64 * 1024**2)
-    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg)
+    cfg = CFG.model_copy(update={"n": 6, "min_p": 0.999, "max_tokens": 8})
+    w, actor = _worker(ray_local, str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, LCFG)
     greedy = w.generate([PROMPT], n=1, temperature=0.0).groups[0][0].token_ids
     sampled = [c.token_ids for c in w.generate([PROMPT]).groups[0]]
     ray_local.kill(actor)
@@ -137,13 +157,15 @@ def _with_probe(update: LoraUpdate, model_dir, tok) -> LoraUpdate:
 
 
 @pytest.mark.parametrize("cls", [RolloutWorker, NoopReloadWorker])
-def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, ray_local, cls):
-    lcfg = LoraConfig(r=8, alpha=16)
-    cfg = RolloutConfig(n=2, max_tokens=8, max_model_len=256, kv_cache_memory_bytes=64 * 1024**2)
-    actor = ray_local.remote(cls).options(num_cpus=1).remote(
-        str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, lcfg)
-    w = Sync(actor)
-    update = _with_probe(_random_lora(tiny_paths.model_dir, lcfg, seed=3, version=1), tiny_paths.model_dir,
+def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, ray_local, cls, request):
+    actor = None
+    if cls is RolloutWorker:
+        w = request.getfixturevalue("on_base")
+    else:
+        actor = ray_local.remote(cls).options(num_cpus=1).remote(
+            str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), CFG, LCFG)
+        w = Sync(actor)
+    update = _with_probe(_random_lora(tiny_paths.model_dir, LCFG, seed=3, version=1), tiny_paths.model_dir,
                          tiny_tokenizer)
     try:
         if cls is RolloutWorker:
@@ -154,4 +176,5 @@ def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, 
                 w.load_adapter(update)
             assert w.fingerprint() == (0, "base")  # it does not claim the new version
     finally:
-        ray_local.kill(actor)
+        if actor is not None:
+            ray_local.kill(actor)
