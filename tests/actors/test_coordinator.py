@@ -368,3 +368,15 @@ def test_a_resumed_run_writes_the_rows_the_straight_run_wrote(tmp_path):
     for a, b in zip(straight[2:], resumed):
         assert {k: v for k, v in a.items() if not k.startswith("time/")} == {
             k: v for k, v in b.items() if not k.startswith("time/")}
+
+
+@pytest.mark.parametrize("staleness", [0, 1])
+def test_the_state_a_stop_inside_a_step_saves_is_the_state_before_that_step(tmp_path, staleness):
+    """A run stopped inside a step (restarts exhausted) checkpoints the state it had before the step:
+    it must be that state as the step began, not as the step's own draw (prompt queues) or the pipeline
+    left it. It equals the regular checkpoint written at the end of the step before."""
+    over = ["train.checkpoint_every=2", "algorithm.ngrpo.mode=dynamic", "train.sampling=adaptive",
+            "train.adaptive_by=kind", f"train.max_staleness={staleness}"]
+    coord, _ = _run(tmp_path, over, _script_spread, 4, take=3)
+    saved = json.loads((coord.run.dir / "checkpoints" / "step_00002" / "coordinator.json").read_text())
+    assert json.loads(json.dumps(coord._before_step)) == saved
