@@ -156,25 +156,23 @@ def _with_probe(update: LoraUpdate, model_dir, tok) -> LoraUpdate:
     return update
 
 
-@pytest.mark.parametrize("cls", [RolloutWorker, NoopReloadWorker])
-def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, ray_local, cls, request):
-    actor = None
-    if cls is RolloutWorker:
-        w = request.getfixturevalue("on_base")
-    else:
-        actor = ray_local.remote(cls).options(num_cpus=1).remote(
-            str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), CFG, LCFG)
-        w = Sync(actor)
+@pytest.fixture
+def noop_worker(tiny_paths, ray_local):
+    actor = ray_local.remote(NoopReloadWorker).options(num_cpus=1).remote(
+        str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), CFG, LCFG)
+    yield Sync(actor)
+    ray_local.kill(actor)
+
+
+@pytest.mark.parametrize("worker", ["on_base", "noop_worker"], ids=["RolloutWorker", "NoopReloadWorker"])
+def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, worker, request):
+    w = request.getfixturevalue(worker)
     update = _with_probe(_random_lora(tiny_paths.model_dir, LCFG, seed=3, version=1), tiny_paths.model_dir,
                          tiny_tokenizer)
-    try:
-        if cls is RolloutWorker:
-            served = w.load_adapter(update)
-            assert served.probe_gap < 1e-3  # vLLM scores the probe as the learner does
-        else:
-            with pytest.raises(PushError, match="did not take"):
-                w.load_adapter(update)
-            assert w.fingerprint() == (0, "base")  # it does not claim the new version
-    finally:
-        if actor is not None:
-            ray_local.kill(actor)
+    if worker == "on_base":
+        served = w.load_adapter(update)
+        assert served.probe_gap < 1e-3  # vLLM scores the probe as the learner does
+    else:
+        with pytest.raises(PushError, match="did not take"):
+            w.load_adapter(update)
+        assert w.fingerprint() == (0, "base")  # it does not claim the new version
