@@ -164,15 +164,17 @@ def noop_worker(tiny_paths, ray_local):
     ray_local.kill(actor)
 
 
-@pytest.mark.parametrize("worker", ["on_base", "noop_worker"], ids=["RolloutWorker", "NoopReloadWorker"])
-def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, worker, request):
-    w = request.getfixturevalue(worker)
-    update = _with_probe(_random_lora(tiny_paths.model_dir, LCFG, seed=3, version=1), tiny_paths.model_dir,
-                         tiny_tokenizer)
-    if worker == "on_base":
-        served = w.load_adapter(update)
-        assert served.probe_gap < 1e-3  # vLLM scores the probe as the learner does
-    else:
-        with pytest.raises(PushError, match="did not take"):
-            w.load_adapter(update)
-        assert w.fingerprint() == (0, "base")  # it does not claim the new version
+def _probed_update(tiny_paths, tiny_tokenizer) -> LoraUpdate:
+    return _with_probe(_random_lora(tiny_paths.model_dir, LCFG, seed=3, version=1), tiny_paths.model_dir,
+                       tiny_tokenizer)
+
+
+def test_the_probe_of_a_push_that_took_matches_the_learner(tiny_paths, tiny_tokenizer, on_base):
+    served = on_base.load_adapter(_probed_update(tiny_paths, tiny_tokenizer))
+    assert served.probe_gap < 1e-3  # vLLM scores the probe as the learner does
+
+
+def test_the_probe_catches_a_push_that_did_not_take(tiny_paths, tiny_tokenizer, noop_worker):
+    with pytest.raises(PushError, match="did not take"):
+        noop_worker.load_adapter(_probed_update(tiny_paths, tiny_tokenizer))
+    assert noop_worker.fingerprint() == (0, "base")  # it does not claim the new version
