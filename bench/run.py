@@ -140,6 +140,7 @@ def agent_rows(m: dict[str, Side]) -> list[dict]:
     rate = {k: 1 / per_second(s) for k, s in (("sync", sync), ("off", off), ("stream", stream))}
     occ = {k: statistics.mean(u["occupancy"] for u in s.units)
            for k, s in (("sync", sync), ("off", off), ("stream", stream))}
+    learn1 = statistics.fmean(u["learn"] for u in stream.units)  # the update's seconds per step
     n = lambda *ks: min(len(m[k].units) for k in ks)  # noqa: E731
     return [
         _row("agent RL step: stream vs synchronous", "s/step", rate["stream"], rate["sync"],
@@ -148,6 +149,13 @@ def agent_rows(m: dict[str, Side]) -> list[dict]:
              rate["sync"] / rate["off"], "", n("agent-off", "agent-sync")),
         _row("agent engine occupancy: stream vs synchronous", "", occ["stream"], occ["sync"],
              occ["stream"] / occ["sync"], "", n("agent-stream", "agent-sync")),
+        # Why the first row moves between runs: a streamed step is its learner's update on the learner's
+        # own cores (one thread here; generation hides behind it), so the first row cannot exceed
+        # sync's step (both roles on both threads) over that update.
+        _row("agent stream step / its learner's update", "s", rate["stream"], learn1,
+             rate["stream"] / learn1, "", n("agent-stream")),
+        _row("agent stream vs synchronous, bound: sync step / that update", "s/step", learn1, rate["sync"],
+             rate["sync"] / learn1, "", n("agent-stream", "agent-sync")),
     ]
 
 

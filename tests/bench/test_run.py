@@ -28,8 +28,8 @@ def test_ratios_and_targets():
         # pipelined steps alternate long and short: the agent rows take the rate over all units
         "agent-sync": _Units([{"seconds": 10.0, "samples": 64, "occupancy": 0.4}] * 2),
         "agent-off": _Units([{"seconds": 9.0, "samples": 64, "occupancy": 0.3}] * 2),
-        "agent-stream": _Units([{"seconds": 2.0, "samples": 64, "occupancy": 0.9},
-                                {"seconds": 10.0, "samples": 64, "occupancy": 1.0}]),
+        "agent-stream": _Units([{"seconds": 2.0, "samples": 64, "occupancy": 0.9, "learn": 1.5},
+                                {"seconds": 10.0, "samples": 64, "occupancy": 1.0, "learn": 9.5}]),
     }
     table = {r["measure"]: r for r in rows(m)}
     gen = table["generation vs bare vLLM (text only)"]
@@ -43,6 +43,10 @@ def test_ratios_and_targets():
     assert stream["ngrpo_ray"] == 6.0 and abs(stream["ratio"] - 10 / 6) < 1e-9 and stream["met"] == "yes"
     assert table["agent RL step: one-step-off vs synchronous"]["met"] == ""  # reported, no target
     assert abs(table["agent engine occupancy: stream vs synchronous"]["ratio"] - 0.95 / 0.4) < 1e-9
+    hidden = table["agent stream step / its learner's update"]  # 6 s a step, 5.5 s of it the update
+    assert hidden["baseline"] == 5.5 and abs(hidden["ratio"] - 6 / 5.5) < 1e-9
+    bound = table["agent stream vs synchronous, bound: sync step / that update"]
+    assert abs(bound["ratio"] - 10 / 5.5) < 1e-9 and bound["met"] == ""  # above the first row's 10 / 6
     text = markdown(list(table.values()), {"date": "d", "machine": "m", "rounds": 1})
     assert text.count("\n| ") == len(table) + 1  # header + one line per row
     agents = agent_table(m).splitlines()
