@@ -10,9 +10,11 @@ broken reward fails every completion: one warning each would flood the log), and
 completions out of their groups' statistics and of the loss. The pool knows nothing of groups
 or advantages.
 
-A function with a `breakdown(prompts, completions, **columns) -> list[dict]` method (the fund
-assistant's rewards have one) is called through it once: its `total` is the reward and its parts go to
-the metrics. The task's judge (the reward that says whether a sample is right) is always scored, for
+Every function is called with TRL's reward contract (`rewards.contract`: completions shaped by their
+prompt's format, `completion_ids`, every row column; `async` rewards awaited; None is "not applicable").
+A function with a `breakdown(...) -> list[dict]` method (the fund assistant's rewards have one) is called
+through it instead, with the same keywords: its `total` is the reward and its parts go to the metrics.
+The task's judge (the reward that says whether a sample is right) is always scored, for
 metrics only, when the config does not already use it.
 
 >>> from cluster.backend import LocalBackend
@@ -37,6 +39,7 @@ from actors.errors import RoleFailure
 from cluster.actor_group import ActorGroup, PlacementTimeout, one_line
 from contracts.identity import node_identity
 from contracts.types import ScoreRequest, ScoreResult
+from rewards.contract import RewardContractError, call_reward, reward_kwargs
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,7 @@ class RewardActor:
         self.functions = [(name, get_reward(name), float(w)) for name, w in functions]
         # The judge, scored for metrics only (weight 0, failures not counted) when not configured.
         self.judge = get_reward(judge) if judge and judge not in {n for n, _ in functions} else None
+        self.judge_name = judge or ""
         self.timeout_s = timeout_s
         self.poisoned = False  # a timed-out call left a thread running: the pool replaces this actor
         self._pool = cf.ThreadPoolExecutor(max_workers=4)
@@ -67,80 +71,108 @@ class RewardActor:
         """(Ray node id, process id) of this actor."""
         return node_identity()
 
-    def _call(self, fn: Any, req: ScoreRequest, idx: list[int]) -> list[dict[str, float]]:
-        """One {"total": reward, parts...} dict per completion of `idx`; raises on a bad answer."""
-        cols = {k: [v[i] for i in idx] for k, v in req.columns.items()}
-        kwargs = dict(prompts=[req.prompts[i] for i in idx], completions=[req.completions[i] for i in idx],
-                      **cols)
+    def _call(self, fn: Any, req: ScoreRequest, idx: list[int]) -> list[dict[str, float] | None]:
+        """One {"total": reward, parts...} dict per completion of `idx` (None where the function said
+        "not applicable"), called with TRL's reward contract (`rewards.contract`); raises on a bad answer."""
+        kwargs = reward_kwargs([req.prompts[i] for i in idx], [req.completions[i] for i in idx],
+                               [req.completion_ids[i] for i in idx] if req.completion_ids else None,
+                               {k: [v[i] for i in idx] for k, v in req.columns.items()}, req.step)
         if callable(getattr(fn, "breakdown", None)):
             parts = self._pool.submit(fn.breakdown, **kwargs).result(timeout=self.timeout_s)
-            out = [{k: float(v) for k, v in p.items()} for p in parts]
+            out: list[dict[str, float] | None] = [{k: float(v) for k, v in p.items()} for p in parts]
             if len(out) != len(idx) or not all("total" in p for p in out):
-                raise ValueError(f"breakdown returned {len(out)} dicts with "
-                                 f"a 'total' for {len(idx)} completions")
+                raise RewardContractError(f"breakdown returned {len(out)} dicts with "
+                                          f"a 'total' for {len(idx)} completions")
         else:
-            # None is TRL's "not applicable to this sample": it adds nothing, and is not a failure.
-            values = self._pool.submit(fn, **kwargs).result(timeout=self.timeout_s)
-            out = [{"total": 0.0 if x is None else float(x)} for x in values]
-            if len(out) != len(idx):
-                raise ValueError(f"returned {len(out)} values for {len(idx)} completions")
-        if not all(math.isfinite(p["total"]) for p in out):
+            values = self._pool.submit(call_reward, fn, kwargs, len(idx)).result(timeout=self.timeout_s)
+            out = [None if x is None else {"total": x} for x in values]
+        if not all(math.isfinite(p["total"]) for p in out if p is not None):
             raise ValueError("returned a NaN or inf")
         lo, hi = getattr(fn, "reward_range", (-math.inf, math.inf))
-        if any(not lo <= p["total"] <= hi for p in out):
+        if any(not lo <= p["total"] <= hi for p in out if p is not None):
             raise ValueError(f"returned a value outside its declared range [{lo}, {hi}]")
         return out
 
-    def _score_fn(self, name: str, fn: Any, req: ScoreRequest, logs: list[str]) -> list[dict | None]:
-        """Per completion its result dict, or None where the function failed (each failure logged)."""
+    def _score_fn(self, name: str, fn: Any, req: ScoreRequest,
+                  logs: list[str]) -> list[dict | None | Failed]:
+        """Per completion its result dict, None where the function said "not applicable", or FAILED
+        where it failed (each failure logged). A call that raised is retried one completion at a time,
+        to fail only the completions it fails on; an answer that breaks the contract (wrong length or
+        type) fails the whole call, with its own message: per completion it would only mislead."""
         n = len(req.completions)
         try:
             return list(self._call(fn, req, list(range(n))))
         except cf.TimeoutError:
             self.poisoned = True
-            logs += [f"reward {name!r} timed out after {self.timeout_s}s on: {c[:120]!r}"
+            logs += [f"reward {name!r} timed out after {self.timeout_s}s on: {_head(c)!r}"
                      for c in req.completions]
-            return [None] * n
+            return [FAILED] * n
+        except RewardContractError as e:
+            logs += [f"reward {name!r} {e} (on: {_head(c)!r})" for c in req.completions]
+            return [FAILED] * n
         except Exception as e:  # noqa: BLE001 - user code; isolate the failing completions
             log.debug("reward %s failed on the whole shard (%s); isolated per completion", name, e)
-        out: list[dict | None] = []
+        out: list[dict | None | Failed] = []
         for i in range(n):
-            text = req.completions[i][:120]
+            text = _head(req.completions[i])
             if self.poisoned:  # a retry hung: the rest of the shard scores 0 without waiting
-                out.append(None)
+                out.append(FAILED)
                 logs.append(f"reward {name!r} skipped after a timeout on: {text!r}")
                 continue
             try:
                 out.append(self._call(fn, req, [i])[0])
             except cf.TimeoutError:
                 self.poisoned = True
-                out.append(None)
+                out.append(FAILED)
                 logs.append(f"reward {name!r} timed out after {self.timeout_s}s on: {text!r}")
             except Exception as e1:  # noqa: BLE001
-                out.append(None)
+                out.append(FAILED)
                 logs.append(f"reward {name!r} raised {type(e1).__name__}: "
                             f"{one_line(str(e1), 200)} on: {text!r}")
         return out
 
     def score(self, req: ScoreRequest) -> tuple[ScoreResult, bool]:
-        """(result, poisoned). Rewards are the weighted sum over functions, per completion."""
+        """(result, poisoned). Rewards are the weighted sum over functions, per completion; each
+        function's value is in the breakdown under its name, `total` is the weighted sum."""
         n = len(req.completions)
         totals, failed = [0.0] * n, [False] * n
         logs: list[str] = []
         breakdowns: list[dict[str, float]] = [{} for _ in range(n)]
         for name, fn, weight in self.functions:
             for i, res in enumerate(self._score_fn(name, fn, req, logs)):
-                value = 0.0 if res is None else res["total"]
-                failed[i] |= res is None
-                totals[i] += weight * value
-                breakdowns[i][name] = value
-                if res is not None and len(res) > 1:  # the function's own parts, for metrics
-                    breakdowns[i].update(res)
+                failed[i] |= res is FAILED
+                if res is FAILED:
+                    breakdowns[i][name] = 0.0
+                if not isinstance(res, dict):  # None: not applicable, it adds nothing
+                    continue
+                totals[i] += weight * res["total"]
+                breakdowns[i][name] = res["total"]
+                breakdowns[i].update({k: v for k, v in res.items() if k != "total"})  # its own parts
         if self.judge is not None:
-            for b, res in zip(breakdowns, self._score_fn("judge", self.judge, req, [])):
-                b.update({k: v for k, v in (res or {}).items() if k != "total"})
+            for b, res in zip(breakdowns, self._score_fn(self.judge_name, self.judge, req, [])):
+                if isinstance(res, dict) and len(res) > 1:  # a breakdown: its verdict is one of its parts
+                    b.update({k: v for k, v in res.items() if k != "total"})
+                elif isinstance(res, dict):  # a plain reward: its score is the verdict, under its name
+                    b[self.judge_name] = res["total"]
+        for b, total in zip(breakdowns, totals):
+            b["total"] = total
         result = ScoreResult(totals, breakdowns, failures=sum(failed), failure_log=logs, failed=failed)
         return result, self.poisoned
+
+
+class Failed:
+    """The mark of a completion whose reward failed (distinct from None, "not applicable")."""
+
+    def __repr__(self) -> str:
+        return "FAILED"
+
+
+FAILED = Failed()
+
+
+def _head(completion: Any) -> str:
+    """The first 120 characters of a completion's text, for a failure's one-line record."""
+    return str(completion)[:120]
 
 
 class RewardPool:
@@ -169,7 +201,8 @@ class RewardPool:
         k = max(1, min(len(self.group), n))
         bounds = [(i * n // k, (i + 1) * n // k) for i in range(k)]
         shards = [ScoreRequest(req.prompts[a:b], req.completions[a:b],
-                               {c: v[a:b] for c, v in req.columns.items()})
+                               {c: v[a:b] for c, v in req.columns.items()},
+                               req.completion_ids[a:b] if req.completion_ids else None, req.step)
                   for a, b in bounds]
         refs = self.group.call_each("score", [(s,) for s in shards])
         # The actor enforces the per-call timeout itself; this outer bound catches an actor that is

@@ -7,7 +7,7 @@ the reward pool; nothing here parses completions.
 
 >>> batch_stats(["a", "b"], correct=[[1.0, 0.0], [1.0, 1.0]], rewards=[[1.0, 0.0], [0.5, 0.5]],
 ...             lengths=[[3, 5], [4, 4]], truncated=[[False, True], [False, False]],
-...             lags=[[0, 0], [0, 0]])["tool_accuracy"]
+...             lags=[[0, 0], [0, 0]])["accuracy"]
 0.75
 """
 
@@ -40,7 +40,7 @@ def batch_stats(
     truncated: Sequence[Sequence[bool]],
     lags: Sequence[Sequence[int]],
 ) -> dict[str, float]:
-    """tool_accuracy (overall and `/value`), reward per value, completion_length, frac_truncated,
+    """accuracy: the judge's (overall and `/value`), reward per value, completion_length, frac_truncated,
     policy_version_lag_max."""
     flat = lambda rows: [x for row in rows for x in row]  # noqa: E731 - group order, then sample order
     ok, lens, cut, lag = flat(correct), flat(lengths), flat(truncated), flat(lags)
@@ -48,7 +48,7 @@ def batch_stats(
     for value, row in zip(values, rewards):
         by_reward[value] += [float(r) for r in row]
     m = {
-        "tool_accuracy": fmean(ok) if ok else math.nan,
+        "accuracy": fmean(ok) if ok else math.nan,
         "completion_length": fmean(lens) if lens else 0.0,
         "frac_truncated": fmean(float(c) for c in cut) if cut else 0.0,
         "policy_version_lag_max": float(max(lag)) if lag else 0.0,
@@ -57,7 +57,7 @@ def batch_stats(
     for value, vals in sorted(by_reward.items()):
         m[f"reward/{value}"] = fmean(vals)
     for value, acc in sorted(accuracy_by(values, correct).items()):
-        m[f"tool_accuracy/{value}"] = acc
+        m[f"accuracy/{value}"] = acc
     return m
 
 

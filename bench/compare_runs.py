@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from observe import runs as observe_runs
+from observe.tables import eval_scalar_keys, is_rate
 
 
 def load_run(path: Path) -> dict:
@@ -49,19 +50,21 @@ def report(runs: list[dict], every: int) -> str:
     out.append("| eval (held-out, greedy) | " + " | ".join(f"{r['name']} before | {r['name']} after"
                                                            for r in runs) + " |")
     out.append("|---|" + "---|---|" * len(runs))
-    keys = [("average score", "average_score"), ("tool accuracy", "tool_accuracy")]
+    # The tasks' own eval keys (a generic task's accuracy, the fund assistant's average_score,
+    # tool_accuracy, ...), accuracy first, then the accuracy per category.
+    keys = eval_scalar_keys({f"{i} {tag}": t for i, r in enumerate(runs) for tag, t in r["eval"].items()})
     cats = sorted({c for r in runs for t in r["eval"].values() for c in t.get("per_category", {})})
 
-    def cell(r, tag, getter):
+    def cell(r, tag, getter, rate):
         t = r["eval"].get(tag)
         v = getter(t) if t else None
-        return "—" if v is None else f"{100 * v:.1f}%"
+        return "—" if v is None else f"{100 * v:.1f}%" if rate else f"{v:.2f}"
 
-    rows = [(label, lambda t, k=k: t.get(k)) for label, k in keys]
-    rows += [(c, lambda t, c=c: t.get("per_category", {}).get(c)) for c in cats]
-    for label, getter in rows:
-        out.append(f"| {label} | " + " | ".join(f"{cell(r, 'before', getter)} | {cell(r, 'after', getter)}"
-                                                 for r in runs) + " |")
+    rows = [(k.replace("_", " "), lambda t, k=k: t.get(k), is_rate(k)) for k in keys]
+    rows += [(c, lambda t, c=c: t.get("per_category", {}).get(c), True) for c in cats]
+    for label, getter, rate in rows:
+        out.append(f"| {label} | " + " | ".join(f"{cell(r, 'before', getter, rate)} | "
+                                                 f"{cell(r, 'after', getter, rate)}" for r in runs) + " |")
     return "\n".join(out)
 
 

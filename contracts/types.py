@@ -74,11 +74,14 @@ class Rollout:
 
 @dataclass
 class ScoreRequest:
-    """A shard of completions to score; `columns` are the data row columns, one list per column."""
+    """A shard of completions to score; `columns` are the data row columns, one list per column.
+    `prompts` are the rows' prompts as the data holds them (a string, or a list of chat messages)."""
 
-    prompts: list[str]
+    prompts: list[Any]
     completions: list[str]
     columns: dict[str, list[Any]]
+    completion_ids: list[list[int]] | None = None  # the sampled token ids of each completion
+    step: int = 0  # the RL step (a reward's `trainer_state.global_step`)
 
 
 @dataclass

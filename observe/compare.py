@@ -1,9 +1,10 @@
 """Several runs in one figure: one subplot per metric, one line per run (labelled by its directory).
 
     python -m observe.compare runs/grpo runs/ngrpo --out cmp.png
-    python -m observe.compare runs/a runs/b runs/c --out cmp.png --metric tool_accuracy --smooth 5 --shade
+    python -m observe.compare runs/a runs/b runs/c --out cmp.png --metric accuracy --smooth 5 --shade
 
-`bench.compare_runs` prints the same comparison as a table.
+`bench.compare_runs` prints the same comparison as a table. An older run's `tool_accuracy` rows read as
+`accuracy` (`observe.runs.current_keys`), and `--metric tool_accuracy` draws `accuracy`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from observe.plots import shade_spans
-from observe.runs import Run, load_run
+from observe.runs import Run, current_key, load_run
 from observe.series import active_spans, moving_mean, series
 
-DEFAULT_METRICS = ["frac_reward_zero_std", "reward_mean", "tool_accuracy"]
+DEFAULT_METRICS = ["frac_reward_zero_std", "reward_mean", "accuracy"]
 
 
 class CompareError(ValueError):
@@ -83,7 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--smooth must be at least 1")
     try:
         runs = load_runs(args.runs)
-        metrics = args.metrics or [m for m in DEFAULT_METRICS if any(series(r.rows, m)[0] for r in runs)]
+        metrics = ([current_key(m) for m in args.metrics] if args.metrics  # an old name: its new key
+                   else [m for m in DEFAULT_METRICS if any(series(r.rows, m)[0] for r in runs)])
         if not metrics:
             raise CompareError("none of the runs has any of the default metrics; name one with --metric")
         out = plot_compare(runs, metrics, args.out, args.smooth, args.shade)

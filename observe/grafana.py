@@ -20,11 +20,14 @@ from observe.schema import lookup
 
 DASHBOARD_FILE = Path(__file__).parent / "dashboards" / "ngrpo-grafana.json"
 RUN = 'run=~"$run"'
+# Every scalar of the eval tables, named as the task names it (`ray_ngrpo_eval_accuracy`,
+# `ray_ngrpo_eval_success_rate`, ...), but the per-category family and the `*_mean` numbers (not rates).
+EVAL_RATES = f'{{__name__=~"ray_ngrpo_eval_.+", __name__!~".+(_by_category|_mean)", {RUN}}}'
 
 
 def gauge(key: str) -> str:
     """The PromQL selector of a metrics-row key declared in observe/schema.py (a family's key too:
-    `tool_accuracy/{category}` → `ray_ngrpo_tool_accuracy_by_category{run=~"$run"}`)."""
+    `accuracy/{category}` → `ray_ngrpo_accuracy_by_category{run=~"$run"}`)."""
     lookup(key)  # a key the schema does not declare is an error here, not an empty panel
     return f"ray_{split_key(key.replace('{', '').replace('}', ''))[0]}{{{RUN}}}"
 
@@ -42,11 +45,11 @@ PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
         (gauge("frac_zero_std_all_min"), "{{run}} all min"),
         (gauge("ngrpo_active"), "{{run}} NGRPO on"),
     ], False),
-    ("Tool accuracy", "percentunit", [
-        (gauge("tool_accuracy"), "{{run}} all"),
+    ("Accuracy (the task's judge)", "percentunit", [
+        (gauge("accuracy"), "{{run}} all"),
     ], False),
-    ("Tool accuracy per category", "percentunit", [
-        (gauge("tool_accuracy/{category}"), "{{run}} {{category}}"),
+    ("Accuracy per category (the task's judge)", "percentunit", [
+        (gauge("accuracy/{category}"), "{{run}} {{category}}"),
     ], False),
     ("Reward per category", "none", [
         (gauge("reward/{category}"), "{{run}} {{category}}"),
@@ -94,10 +97,9 @@ PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
         (f"increase(ray_ngrpo_switch_events_total{{{RUN}}}[5m])", "{{run}} switch {{state}}"),
         (f"increase(ray_ngrpo_recoveries_total{{{RUN}}}[5m])", "{{run}} {{role}} replaced"),
     ], False),
-    ("Held-out eval: tool accuracy (agent runs: episode success) per category", "percentunit", [
-        (f"ray_ngrpo_eval_tool_accuracy_by_category{{{RUN}}}", "{{run}} {{stage}} {{category}}"),
-        (f"ray_ngrpo_eval_tool_accuracy{{{RUN}}}", "{{run}} {{stage}} all"),
-        (f"ray_ngrpo_eval_success_rate{{{RUN}}}", "{{run}} {{stage}} episode success"),
+    ("Held-out eval: the task's rates, accuracy per category (agent runs: success)", "percentunit", [
+        (f"ray_ngrpo_eval_accuracy_by_category{{{RUN}}}", "{{run}} {{stage}} {{category}}"),
+        (EVAL_RATES, "{{run}} {{stage}} {{__name__}}"),
     ], False),
 ]
 

@@ -1,4 +1,5 @@
-"""PNG plots of one run: reward, zero-std groups with NGRPO shaded, tool accuracy, eval, time per step.
+"""PNG plots of one run: reward, zero-std groups with NGRPO shaded, accuracy (the task's judge), eval, time
+per step.
 
 Each function draws one figure from a `Run` and returns the file it wrote, or None when the run has
 nothing to draw (a key never measured, no eval yet), so a report of a partial run just has fewer plots.
@@ -16,6 +17,7 @@ from matplotlib.figure import Figure
 
 from observe.runs import Run
 from observe.series import active_spans, keys_with_prefix, moving_mean, numeric, series, step_times
+from observe.tables import eval_scalar_keys, is_rate
 
 NGRPO_COLOR = "tab:orange"
 # One colour per phase in every run's time plot; a phase not listed gets the next default colour.
@@ -84,11 +86,11 @@ def plot_zero_std(run: Run, out: Path) -> Path | None:
     return _save(fig, out)
 
 
-def plot_tool_accuracy(run: Run, out: Path, smooth: int = 5) -> Path | None:
-    """Tool accuracy per category over the steps, as a trailing mean: one step has only a few prompts
-    of a category, so single-step values jump between 0 and 1."""
-    cats = keys_with_prefix(run.rows, "tool_accuracy/")
-    steps, overall = series(run.rows, "tool_accuracy")
+def plot_accuracy(run: Run, out: Path, smooth: int = 5) -> Path | None:
+    """Accuracy (the task's judge) per category over the steps, as a trailing mean: one step has only a
+    few prompts of a category, so single-step values jump between 0 and 1."""
+    cats = keys_with_prefix(run.rows, "accuracy/")
+    steps, overall = series(run.rows, "accuracy")
     if not cats and not steps:
         return None
     fig, ax = _figure(9, 4.5)
@@ -97,35 +99,43 @@ def plot_tool_accuracy(run: Run, out: Path, smooth: int = 5) -> Path | None:
         ax.plot(s, moving_mean(v, smooth), lw=1, label=key.split("/", 1)[1])
     if steps:
         ax.plot(steps, moving_mean(overall, smooth), color="black", lw=2.5, label="all")
-    ax.set(xlabel="step", ylabel="tool accuracy", ylim=(-0.02, 1.02),
-           title=f"{run.name}: tool accuracy (trailing mean over {smooth} steps)")
+    ax.set(xlabel="step", ylabel="accuracy", ylim=(-0.02, 1.02),
+           title=f"{run.name}: accuracy per category (the task's judge), trailing mean over {smooth} steps")
     ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize="small")
     return _save(fig, out)
 
 
 def plot_eval(run: Run, out: Path) -> Path | None:
-    """Held-out tool accuracy per category, one bar per eval (before / after), overall first."""
+    """The held-out eval, one bar per eval (before / after): first the table's rates as the task names
+    them (`accuracy` first when present: a generic task's `accuracy`, the fund assistant's
+    `average_score`, `tool_accuracy`, `reasoning_score`, an agent run's `success_rate`, ...), then the
+    accuracy per category (the task's judge; agent runs: episode success)."""
     tags = [t for t in ("before", "after") if t in run.eval] + sorted(set(run.eval) - {"before", "after"})
     if not tags:
         return None
+    keys = [k for k in eval_scalar_keys({t: run.eval[t] for t in tags}) if is_rate(k)]
     cats = sorted({c for t in tags for c in (run.eval[t].get("per_category") or {})})
-    labels = ["all", *cats]
+    labels = [*keys, *cats]
+    if not labels:
+        return None
 
-    def value(tag: str, label: str) -> float:
+    def value(tag: str, i: int) -> float:
         t = run.eval[tag]
-        v = t.get("tool_accuracy") if label == "all" else (t.get("per_category") or {}).get(label)
+        v = t.get(labels[i]) if i < len(keys) else (t.get("per_category") or {}).get(labels[i])
         return numeric(v) or 0.0
 
     fig, ax = _figure(max(6, 0.8 * len(labels) + 2), 4)
     width = 0.8 / len(tags)
     for i, tag in enumerate(tags):
         xs = [j + (i - (len(tags) - 1) / 2) * width for j in range(len(labels))]
-        bars = ax.bar(xs, [value(tag, lab) for lab in labels], width=width, label=tag)
+        bars = ax.bar(xs, [value(tag, j) for j in range(len(labels))], width=width, label=tag)
         ax.bar_label(bars, fmt="{:.0%}", fontsize=6, padding=1)  # a 0% bar is otherwise invisible
+    if keys and cats:  # the table's rates | per category
+        ax.axvline(len(keys) - 0.5, color="tab:gray", lw=1, ls=":")
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
     # Headroom above 100% for the legend, so it never covers a bar.
-    ax.set(ylabel="tool accuracy", ylim=(0, 1.2), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
-           title=f"{run.name}: held-out eval")
+    ax.set(ylabel="rate", ylim=(0, 1.2), yticks=[0, 0.2, 0.4, 0.6, 0.8, 1.0],
+           title=f"{run.name}: held-out eval (the task's rates | accuracy per category)")
     ax.legend(loc="upper left", ncols=len(tags))
     return _save(fig, out)
 

@@ -2,11 +2,10 @@
 
 Owns the mapping from a metrics row (the same dict that goes to metrics.jsonl) to Ray gauges, counters
 and a histogram; it knows nothing about how the row was computed. Every series is tagged with the run
-name and the role that measured it (both from `observe.schema`). Names are Prometheus-safe: a row key ``a/b``
-becomes the gauge
-``ngrpo_a`` with the ``b`` part in a tag (``tool_accuracy/combo`` → ``ngrpo_tool_accuracy{category=
-"combo"}``), so a dashboard panel can show all categories with one query. Ray's Prometheus export adds
-its own ``ray_`` prefix: ``ray_ngrpo_frac_reward_zero_std``.
+name and the role that measured it (both from `observe.schema`). Names are Prometheus-safe: a row key
+``a/b`` becomes the gauge ``ngrpo_a_by_<tag>`` with the ``b`` part in the tag (``accuracy/combo`` →
+``ngrpo_accuracy_by_category{category="combo"}``), so a dashboard panel can show all categories with one
+query. Ray's Prometheus export adds its own ``ray_`` prefix: ``ray_ngrpo_frac_reward_zero_std``.
 
 Created inside the Coordinator actor: a metric is exported by the metrics agent of the node whose
 process recorded it.
@@ -25,19 +24,19 @@ from observe.schema import lookup
 from observe.series import numeric
 
 PREFIX = "ngrpo_"
-# Eval tables are not step rows: their per-category accuracies are one family of their own.
-EVAL_FAMILY_TAG = {"eval_tool_accuracy": "category"}
+# Eval tables are not step rows: their per-category rates (the task's judge, or an agent episode's
+# success) are one family of their own, whatever the task.
+EVAL_FAMILY_TAG = {"eval_accuracy": "category"}
 # Seconds per phase on CPU (a few) up to large GPU batches (minutes).
 PHASE_BOUNDARIES = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 600]
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_]")
 
 
 def metric_name(key: str) -> str:
-    """The Prometheus-safe gauge name of a row key's prefix: ``tool_accuracy/combo`` →
-    ``ngrpo_tool_accuracy``.
+    """The Prometheus-safe gauge name of a row key's prefix: ``accuracy/combo`` → ``ngrpo_accuracy``.
 
-    >>> metric_name("tool_accuracy/combo"), metric_name("ngrpo_active"), metric_name("time/learn")
-    ('ngrpo_tool_accuracy', 'ngrpo_active', 'ngrpo_time')
+    >>> metric_name("accuracy/combo"), metric_name("ngrpo_active"), metric_name("time/learn")
+    ('ngrpo_accuracy', 'ngrpo_active', 'ngrpo_time')
     """
     head = key.split("/", 1)[0]
     # ngrpo_active → ngrpo_active, not ngrpo_ngrpo_
@@ -46,10 +45,10 @@ def metric_name(key: str) -> str:
 
 def split_key(key: str) -> tuple[str, dict[str, str]]:
     """(gauge name, extra tags) of a row key. A split key gets its own name (``_by_<tag>``): one
-    Prometheus name must always carry the same tag set, and ``tool_accuracy`` (overall) exists too.
+    Prometheus name must always carry the same tag set, and ``accuracy`` (overall) exists too.
 
-    >>> split_key("tool_accuracy/combo"), split_key("tool_accuracy")
-    (('ngrpo_tool_accuracy_by_category', {'category': 'combo'}), ('ngrpo_tool_accuracy', {}))
+    >>> split_key("accuracy/combo"), split_key("accuracy")
+    (('ngrpo_accuracy_by_category', {'category': 'combo'}), ('ngrpo_accuracy', {}))
     """
     head, _, tail = key.partition("/")
     if not tail:
@@ -125,8 +124,9 @@ class RayMetrics:
                            tags={"run": self.run, "role": "coordinator", "state": "on" if active else "off"})
 
     def record_eval(self, stage: str, table: dict[str, Any], keys: Sequence[str]) -> None:
-        """The eval table of `stage` (before / after) as ``ngrpo_eval_*`` gauges (its scalar `keys`), per
-        category too (the task's judge, or an agent episode's success, per category)."""
+        """The eval table of `stage` (before / after) as ``ngrpo_eval_<key>`` gauges (its scalar `keys`, as
+        the task names them), and its per-category rates (the task's judge, or an agent episode's
+        success, per category) as ``ngrpo_eval_accuracy_by_category``, whatever the task."""
         for key in keys:
             v = numeric(table.get(key))
             if v is not None:
@@ -134,4 +134,4 @@ class RayMetrics:
         for cat, acc in (table.get("per_category") or {}).items():
             v = numeric(acc)
             if v is not None:
-                self._set(f"eval_tool_accuracy/{cat}", v, role="coordinator", stage=stage)
+                self._set(f"eval_accuracy/{cat}", v, role="coordinator", stage=stage)

@@ -18,19 +18,21 @@ from observe.faults import fault_summary, faults_markdown
 from observe.runs import Run, load_run
 from observe.schema import lookup
 from observe.series import active_spans, hidden_generation, numeric, series, step_times, summary
+from observe.tables import eval_scalar_keys, format_eval_tables
 
 # (file stem, plot function, caption); a plot with nothing to draw is left out.
 PLOTS = [
     ("reward", plots.plot_reward, "Reward per step (± std within the step), NGRPO-on steps shaded"),
     ("zero_std", plots.plot_zero_std, "Groups with zero reward std, the switch's window mean, NGRPO on"),
-    ("tool_accuracy", plots.plot_tool_accuracy, "Tool accuracy per category during training (smoothed)"),
-    ("eval", plots.plot_eval, "Held-out eval: tool accuracy per category, before / after"),
+    ("accuracy", plots.plot_accuracy, "Accuracy per category (the task's judge) during training (smoothed)"),
+    ("eval", plots.plot_eval, "Held-out eval: the task's rates, then accuracy per category, before / after"),
     ("time", plots.plot_time, ("Seconds of each step: its phases stacked under its wall time (line); "
                                "one-step-off, the generation that overlapped learning in a panel of "
                                "its own")),
 ]
+OLD_PLOTS = ["tool_accuracy"]  # stems a report of an older version wrote (now "accuracy")
 # Rows of the metrics table, in this order, when measured.
-SUMMARY_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "tool_accuracy",
+SUMMARY_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "accuracy",
                 "advantage_abs_mean", "completion_length", "frac_truncated", "entropy", "grad_norm",
                 "approx_kl"]
 SUMMARY_LAST = 10
@@ -150,21 +152,9 @@ def reliability_lines(run: Run) -> list[str]:
 
 
 def eval_markdown(tables: dict[str, dict[str, Any]]) -> str:
-    """eval.json as a Markdown table (percentages), for runs that died before writing eval_table.md."""
-    names = list(tables)
-    cats = sorted({c for t in tables.values() for c in (t.get("per_category") or {})})
-    rows = [(label, lambda t, k=k: t.get(k)) for label, k in
-            (("average score", "average_score"), ("tool accuracy", "tool_accuracy"),
-             ("reasoning score", "reasoning_score"))]
-    rows += [(c, lambda t, c=c: (t.get("per_category") or {}).get(c)) for c in cats]
-    out = ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-    for label, get in rows:
-        cells = [get(tables[n]) for n in names]
-        if all(numeric(v) is None for v in cells):
-            continue
-        text = ["—" if (x := numeric(v)) is None else f"{100 * x:.1f}%" for v in cells]
-        out.append(f"| {label} | " + " | ".join(text) + " |")
-    return "\n".join(out)
+    """eval.json as a Markdown table, for runs that died before writing eval_table.md: whatever scalar
+    keys the task's tables have (`accuracy` first when present), then the accuracy per category."""
+    return format_eval_tables(tables, eval_scalar_keys(tables))
 
 
 def eval_section(run: Run) -> list[str]:
@@ -212,6 +202,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Path
     out.mkdir(parents=True, exist_ok=True)
     run = load_run(run_dir)
     images: dict[str, Path] = {}
+    for stem in OLD_PLOTS:
+        (out / f"{stem}.png").unlink(missing_ok=True)
     for stem, plot, _ in PLOTS:
         path = out / f"{stem}.png"
         path.unlink(missing_ok=True)  # a plot that has no data now must not survive from an older report

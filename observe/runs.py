@@ -14,6 +14,9 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# Metrics-row keys renamed since older runs were written: old key (or family prefix, before "/") → new.
+RENAMED_KEYS = {"tool_accuracy": "accuracy"}
+
 
 @dataclass
 class Run:
@@ -49,6 +52,32 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
+def current_key(key: str) -> str:
+    """Today's name of a metrics-row key (`RENAMED_KEYS`, families too).
+
+    >>> current_key("tool_accuracy/combo"), current_key("accuracy"), current_key("reward_mean")
+    ('accuracy/combo', 'accuracy', 'reward_mean')
+    """
+    head, sep, tail = key.partition("/")
+    return RENAMED_KEYS[head] + sep + tail if head in RENAMED_KEYS else key
+
+
+def current_keys(row: dict[str, Any]) -> dict[str, Any]:
+    """An older run's metrics row under today's keys, so reports and comparisons read old and new runs
+    alike; a row that has both keeps the new key's value.
+
+    >>> current_keys({"step": 1, "tool_accuracy": 0.5, "tool_accuracy/combo": 0.25})
+    {'step': 1, 'accuracy': 0.5, 'accuracy/combo': 0.25}
+    """
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if (new := current_key(key)) != key:
+            out.setdefault(new, value)
+        else:
+            out[key] = value
+    return out
+
+
 def read_json(path: Path, default: Any) -> Any:
     """A JSON file, or `default` when it is missing or unreadable (a run killed while writing it)."""
     if not path.exists():
@@ -74,7 +103,7 @@ def load_run(path: str | Path) -> Run:
     ev = read_json(path / "eval.json", {})
     return Run(
         path=path,
-        rows=read_jsonl(path / "metrics.jsonl"),
+        rows=[current_keys(r) for r in read_jsonl(path / "metrics.jsonl")],
         events=events,
         eval={k: v for k, v in ev.items() if isinstance(v, dict)} if isinstance(ev, dict) else {},
         config=c if isinstance(c := read_json(path / "config.json", {}), dict) else {},

@@ -1,6 +1,6 @@
 """The metrics schema: every key a row of metrics.jsonl may carry, in one place.
 
-Each `Metric` names its key (a `{tag}` part stands for a family: `tool_accuracy/{category}`), the role
+Each `Metric` names its key (a `{tag}` part stands for a family: `accuracy/{category}`), the role
 that produces it, how values from several learner ranks merge into one, the Ray metrics tag of a
 family, and a one-line meaning. Merging over ranks, the Ray metrics export, the Grafana dashboard, the
 end-of-run report and the metric lists in docs/ and the README all read it; tests fail when a run
@@ -9,7 +9,7 @@ emits a key the schema lacks, or the schema declares one that no run emits.
     python -m observe.schema            # the Markdown table of docs/metrics.md
     python -m observe.schema --by-role  # the README's list
 
->>> lookup("tool_accuracy/combo").tag, lookup("loss").merge
+>>> lookup("accuracy/combo").tag, lookup("loss").merge
 ('category', 'sum')
 """
 
@@ -25,7 +25,7 @@ Merge = Literal["mean", "sum", "max"]
 
 @dataclass(frozen=True)
 class Metric:
-    key: str  # "reward_mean", or a family "tool_accuracy/{category}"
+    key: str  # "reward_mean", or a family "accuracy/{category}"
     role: Role  # who measures it (the Ray metrics `role` tag)
     help: str
     merge: Merge = "mean"  # over learner ranks
@@ -60,15 +60,17 @@ METRICS: tuple[Metric, ...] = (
        "left out of their group and the loss"),
     _m("dropped_groups", "reward", "groups left out of the step for having fewer than two valid rewards"),
     _m("reward/{category}", "reward", "mean reward per category"),
-    _m("reward_part/{component}", "reward", "mean of each reward's breakdown part (e.g. tool, params)"),
+    _m("reward_part/{component}", "reward",
+       "mean over the batch of each reward's score (under its name), each part of a reward's breakdown "
+       "(e.g. tool, params) and total: the weighted sum of the rewards (a failed one counts 0)"),
     _m("frac_reward_zero_std", "reward", "fraction of groups whose rewards are all equal (no GRPO signal)"),
     _m("frac_zero_std_all_max", "reward", "zero-std groups all at the maximum reward"),
     _m("frac_zero_std_all_min", "reward", "zero-std groups all at the minimum reward"),
     _m("frac_zero_std_other", "reward", "zero-std groups at another common value"),
     _m("frac_with_signal", "reward", "groups with reward spread (what GRPO learns from)"),
     _m("frac_with_signal_ngrpo", "reward", "groups NGRPO would learn from (all but the all-max ones)"),
-    _m("tool_accuracy", "reward", "fraction of samples the task's judge calls right"),
-    _m("tool_accuracy/{category}", "reward", "tool accuracy per category"),
+    _m("accuracy", "reward", "fraction of samples the task's judge calls right"),
+    _m("accuracy/{category}", "reward", "the task judge's accuracy per category"),
     _m("completion_length", "rollout", "mean completion length in tokens"),
     _m("frac_truncated", "rollout", "fraction of completions cut at max_tokens"),
     _m("policy_version_lag_max", "rollout", "largest (learner version - sampling version) in the batch"),

@@ -32,8 +32,8 @@ def row_scalars(row: dict[str, Any]) -> dict[str, float]:
 def eval_scalars(tag: str, table: dict[str, Any]) -> dict[str, float]:
     """An eval table as scalars under eval/<tag>/; per-category accuracies under eval/<tag>/per_category/.
 
-    >>> eval_scalars("after", {"tool_accuracy": 0.5, "per_category": {"combo": 0.25}, "n": 4})
-    {'eval/after/tool_accuracy': 0.5, 'eval/after/n': 4.0, 'eval/after/per_category/combo': 0.25}
+    >>> eval_scalars("after", {"accuracy": 0.5, "per_category": {"combo": 0.25}, "n": 4})
+    {'eval/after/accuracy': 0.5, 'eval/after/n': 4.0, 'eval/after/per_category/combo': 0.25}
     """
     out = {f"eval/{tag}/{k}": v for k, raw in table.items() if (v := numeric(raw)) is not None}
     for cat, raw in (table.get("per_category") or {}).items():

@@ -114,4 +114,5 @@ def test_a_breakdown_is_computed_once_per_completion():
     pool = start_pool([("test_counted", 2.0)], LocalBackend(), num_actors=1)
     res = pool.score(_req(["a", "b", "c"]))
     assert res.rewards == [0.5, 0.5, 0.5] and calls == [3]
-    assert res.breakdowns[0] == {"test_counted": 0.25, "total": 0.25, "part": 1.0}
+    # `total` is the weighted sum the run trains on (2.0 x 0.25), the function's own total under its name
+    assert res.breakdowns[0] == {"test_counted": 0.25, "total": 0.5, "part": 1.0}

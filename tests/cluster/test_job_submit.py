@@ -157,11 +157,11 @@ def test_job_succeeds_and_writes_its_run_directory(job):
 def test_training_metrics_reach_the_prometheus_export(job):
     text = "\n".join(job["scrapes"])
     for name in ("ray_ngrpo_frac_reward_zero_std", "ray_ngrpo_active", "ray_ngrpo_reward_mean",
-                 "ray_ngrpo_tool_accuracy", "ray_ngrpo_phase_seconds_bucket"):
+                 "ray_ngrpo_accuracy", "ray_ngrpo_phase_seconds_bucket"):
         assert re.search(rf'^{name}\{{[^}}]*run="{RUN}"', text, re.M), f"{name} not exported for run {RUN}"
     # NGRPO is forced on in this run: the exported gauge says so.
     assert re.search(rf'^ray_ngrpo_active\{{[^}}]*run="{RUN}"[^}}]*\}} 1(\.0)?$', text, re.M)
-    assert re.search(r'^ray_ngrpo_tool_accuracy_by_category\{[^}]*category="[a-z]+"', text, re.M)
+    assert re.search(r'^ray_ngrpo_accuracy_by_category\{[^}]*category="[a-z]+"', text, re.M)
 
 
 def test_actors_have_readable_names(job):

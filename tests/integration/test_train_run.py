@@ -15,7 +15,7 @@ from observe.schema import lookup
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
-REQUIRED = ("step", "reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "tool_accuracy",
+REQUIRED = ("step", "reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "accuracy",
             "policy_version", "time/generate", "time/reward", "time/learn", "time/sync", "grad_norm",
             "clip_frac_low", "clip_frac_high", "entropy", "completion_length", "logprob_gap_mean")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 NGRPO_ON = range(5, 9)  # steps 5–8: the switch turns on at 5 and off at 9
+# A fund-assistant eval table: its own keys (tool_accuracy is the task's word for its judge's accuracy).
 EVAL = {
     "before": {"average_score": 0.48, "tool_accuracy": 0.40, "reasoning_score": 0.8,
                "per_category": {"balance": 0.0, "combo": 0.25}, "n": 20, "policy_version": 0},
@@ -30,7 +31,7 @@ def metrics_row(step: int) -> dict:
         "step": step, "policy_version": step, "ngrpo_active": on,
         "reward_mean": 0.2 + 0.05 * step, "reward_std": 0.1,
         "frac_reward_zero_std": 0.4 if on else 0.1,
-        "tool_accuracy": step / 12, "tool_accuracy/balance": (step % 2) * 1.0, "tool_accuracy/combo": 0.5,
+        "accuracy": step / 12, "accuracy/balance": (step % 2) * 1.0, "accuracy/combo": 0.5,
         "weights_fingerprint": f"{step:016x}", "kl_ref": None,
         "time/generate": 1.0, "time/learn": 2.0, "time/sync": 0.1,
     }

@@ -14,11 +14,13 @@ COUNTERS = {"ngrpo_steps_total", "ngrpo_reward_failed_completions_total", "ngrpo
             "ngrpo_phase_seconds_bucket"}
 ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_all_max",
             "frac_zero_std_all_min",
-            "ngrpo_active", "tool_accuracy", "tool_accuracy/x", "reward/x", "reward_part/x", "time/x",
+            "ngrpo_active", "accuracy", "accuracy/x", "reward/x", "reward_part/x", "time/x",
             "grad_norm",
             "entropy", "approx_kl", "loss", "clip_frac_low", "clip_frac_high", "completion_length",
             "frac_truncated", "policy_version_lag_max", "policy_version", "logprob_gap_mean", "step",
-            "eval_tool_accuracy", "eval_tool_accuracy/x",
+            # eval tables: a generic task's keys, the fund assistant's own, and the per-category family
+            "eval_accuracy", "eval_reward_mean", "eval_average_score", "eval_tool_accuracy",
+            "eval_reasoning_score", "eval_accuracy/x",
             # agent runs: their rows and their eval keys (actors.agent_loop.EPISODE_EVAL_KEYS)
             "episode_turns_mean", "tool_calls_per_episode", "tool_error_rate", "success_rate",
             "frac_truncated_episodes", "obs_token_frac", "eval_success_rate"]
@@ -34,10 +36,20 @@ def test_every_query_names_an_exported_metric():
     board = dashboard()
     exprs = [t["expr"] for p in board["panels"] for t in p["targets"]]
     exprs.append(board["templating"]["list"][1]["query"]["query"])
+    # A query by name pattern (the eval tables' scalars, named as each task names them) is checked on
+    # its own: what it selects must be exported.
+    patterns = [m for e in exprs for m in re.findall(r'__name__(=~|!~)"([^"]*)"', e)]
+    exprs = [re.sub(r'__name__(=~|!~)"[^"]*"', "", e) for e in exprs]
     used = {m for e in exprs for m in re.findall(r"\bray_[a-z0-9_]+", e)}
     assert used and used <= exported, f"not exported: {sorted(used - exported)}"
+    selected = {n for n in exported
+                if all(bool(re.fullmatch(rx, n)) == (op == "=~") for op, rx in patterns)}
+    assert selected == {"ray_ngrpo_eval_accuracy", "ray_ngrpo_eval_average_score",
+                        "ray_ngrpo_eval_tool_accuracy", "ray_ngrpo_eval_reasoning_score",
+                        "ray_ngrpo_eval_success_rate"}
     # The headline metrics all have a panel.
-    for name in ("ray_ngrpo_frac_reward_zero_std", "ray_ngrpo_active", "ray_ngrpo_tool_accuracy_by_category",
+    for name in ("ray_ngrpo_frac_reward_zero_std", "ray_ngrpo_active", "ray_ngrpo_accuracy_by_category",
+                 "ray_ngrpo_eval_accuracy_by_category",
                  "ray_ngrpo_time_by_phase", "ray_ngrpo_clip_frac_high", "ray_ngrpo_policy_version_lag_max"):
         assert name in used
 

@@ -13,7 +13,7 @@ from observe.report import render_report, write_report
 from observe.runs import load_run
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-ALL_PLOTS = {"reward.png", "zero_std.png", "tool_accuracy.png", "eval.png", "time.png"}
+ALL_PLOTS = {"reward.png", "zero_std.png", "accuracy.png", "eval.png", "time.png"}
 
 
 def pngs(folder) -> set[str]:
@@ -41,6 +41,48 @@ def test_full_run_gets_every_plot_and_a_report_with_switches_and_eval(run_dir):
         assert f"]({name})" in md
     # final reward_mean is 0.2 + 0.05 * 12
     assert "| reward_mean | 0.25 |" in md and "| 0.8 |" in md
+
+
+def test_a_generic_tasks_eval_shows_its_own_keys_accuracy_first(run_dir, monkeypatch):
+    tables = {"before": {"reward_mean": 0.41, "accuracy": 0.25, "reward/gt": 0.3, "reward_failures": 0,
+                         "per_category": {"x": 0.5}, "n": 8, "policy_version": 0, "seconds": 1.5},
+              "after": {"reward_mean": 0.83, "accuracy": 0.75, "reward/gt": 0.7, "reward_failures": 1,
+                        "per_category": {"x": 1.0}, "n": 8, "policy_version": 12, "seconds": 1.5}}
+    (run_dir / "eval.json").write_text(json.dumps(tables))
+    md = render_report(load_run(run_dir), images={})
+    eval_md = md.split("## Eval (held-out)", 1)[1].split("##", 1)[0]
+    labels = [line.split(" | ")[0].lstrip("| ") for line in eval_md.splitlines() if line.startswith("| ")]
+    assert labels == ["metric", "accuracy", "reward mean", "reward/gt", "x"]  # no bookkeeping rows
+    assert "| accuracy | 25.0% | 75.0% |" in eval_md and "| reward mean | 0.41 | 0.83 |" in eval_md
+    assert "tool accuracy" not in md
+    # the plot: the table's rates (accuracy; a *_mean or reward/ score is no rate), then per category
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out: figures.append(fig) or out)
+    assert plots.plot_eval(load_run(run_dir), run_dir / "eval.png") is not None
+    (ax,) = figures[0].axes
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["accuracy", "x"]
+
+
+def test_the_fund_assistants_eval_plot_shows_its_own_keys(run_dir, monkeypatch):
+    figures = []
+    monkeypatch.setattr(plots, "_save", lambda fig, out: figures.append(fig) or out)
+    assert plots.plot_eval(load_run(run_dir), run_dir / "eval.png") is not None
+    (ax,) = figures[0].axes
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["average_score", "tool_accuracy", "reasoning_score", "balance", "combo"]
+
+
+def test_an_old_runs_tool_accuracy_rows_read_as_accuracy(run_dir):
+    rows = [{"step": s, "reward_mean": 0.5, "tool_accuracy": s / 4, "tool_accuracy/combo": 0.5}
+            for s in (1, 2, 3, 4)]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run = load_run(run_dir)
+    assert run.rows[0] == {"step": 1, "reward_mean": 0.5, "accuracy": 0.25, "accuracy/combo": 0.5}
+    (run_dir / "report").mkdir()
+    (run_dir / "report" / "tool_accuracy.png").write_bytes(PNG_MAGIC)  # the old report's name of the plot
+    md = write_report(run_dir).read_text()
+    assert "| accuracy | 0.25 |" in md and "](accuracy.png)" in md
+    assert "accuracy.png" in pngs(run_dir / "report") and "tool_accuracy.png" not in pngs(run_dir / "report")
 
 
 def test_eval_table_md_is_reused_when_present(run_dir):

@@ -10,7 +10,8 @@ import pytest
 from observe.series import active_spans, keys_with_prefix, moving_mean, series, summary
 
 
-@pytest.mark.parametrize("name", ["observe.series", "observe.tensorboard"])
+@pytest.mark.parametrize("name", ["observe.series", "observe.tensorboard", "observe.runs",
+                                  "observe.ray_metrics"])
 def test_docstring_examples(name):
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0

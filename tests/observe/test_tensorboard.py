@@ -22,13 +22,13 @@ def test_run_log_writes_each_numeric_metric_at_its_step(tmp_path):
     log = RunLog(tmp_path)
     for step in (1, 2, 3):
         log.metrics({"step": step, "reward_mean": 0.1 * step, "ngrpo_active": step == 2, "time/learn": 2.0,
-                     "tool_accuracy/combo": 0.5, "weights_fingerprint": "4acd", "kl_ref": None,
+                     "accuracy/combo": 0.5, "weights_fingerprint": "4acd", "kl_ref": None,
                      "loss": float("nan")})
     log.close()
 
     assert list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     scalars = read_scalars(tmp_path / "tensorboard")
-    assert set(scalars) == {"reward_mean", "ngrpo_active", "time/learn", "tool_accuracy/combo"}
+    assert set(scalars) == {"reward_mean", "ngrpo_active", "time/learn", "accuracy/combo"}
     assert [s for s, _ in scalars["reward_mean"]] == [1, 2, 3]
     assert [v for _, v in scalars["reward_mean"]] == pytest.approx([0.1, 0.2, 0.3])
     assert scalars["ngrpo_active"] == [(1, 0.0), (2, 1.0), (3, 0.0)]
@@ -42,7 +42,7 @@ def test_eval_tables_land_at_their_policy_version(tmp_path, run_dir):
     log = RunLog(tmp_path)
     log.eval("before", evals["before"])
     log.eval("after", evals["after"])
-    log.eval("mid", {"tool_accuracy": 0.45}, step=6)
+    log.eval("mid", {"accuracy": 0.45}, step=6)  # a generic task's table: its own keys
     log.close()
 
     scalars = read_scalars(tmp_path / "tensorboard")
@@ -50,13 +50,13 @@ def test_eval_tables_land_at_their_policy_version(tmp_path, run_dir):
     assert scalars["eval/after/tool_accuracy"] == [(12, pytest.approx(0.52))]
     assert scalars["eval/after/average_score"] == [(12, pytest.approx(0.65))]
     assert scalars["eval/after/per_category/combo"] == [(12, 0.75)]
-    assert scalars["eval/mid/tool_accuracy"] == [(6, pytest.approx(0.45))]
+    assert scalars["eval/mid/accuracy"] == [(6, pytest.approx(0.45))]
 
 
 def test_run_log_without_tensorboard_writes_no_event_files(tmp_path):
     log = RunLog(tmp_path, tensorboard=False)
     log.metrics({"step": 1, "reward_mean": 0.5})
-    log.eval("after", {"tool_accuracy": 0.5})
+    log.eval("after", {"accuracy": 0.5})
     log.close()
     assert not (tmp_path / "tensorboard").exists()
     assert (tmp_path / "metrics.jsonl").read_text().count("\n") == 1

@@ -28,7 +28,7 @@ from tests.observe.test_tensorboard import read_scalars
 ROOT = Path(__file__).resolve().parents[2]
 SECRET = "hf_not_for_trackers_1234"
 STEPS = range(1, 13)
-KEYS = ("reward_mean", "ngrpo_active", "tool_accuracy/combo", "time/learn", "frac_reward_zero_std")
+KEYS = ("reward_mean", "ngrpo_active", "accuracy/combo", "time/learn", "frac_reward_zero_std")
 
 
 @pytest.fixture(scope="module", autouse=True)
