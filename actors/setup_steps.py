@@ -127,4 +127,9 @@ def probe_sequence(task: Task, tokenizer: Any, rows: list[dict]) -> tuple[list[i
     logprobs the learner sends with every push and each worker checks after loading it."""
     row = rows[0]
     prompt = tokenizer(task.render_prompt(tokenizer, row), add_special_tokens=False)["input_ids"]
-    return prompt, tokenizer(row["solution"], add_special_tokens=False)["input_ids"][:64]
+    # Any fixed tokens serve; a label reads like an answer. A task without one: the prompt's own tokens.
+    targets = task.warmup_rows_or_none([row])
+    label = targets[0]["solution"] if targets else row.get("solution")
+    if not isinstance(label, str) or not label:
+        return prompt, prompt[-64:]
+    return prompt, tokenizer(label, add_special_tokens=False)["input_ids"][:64]

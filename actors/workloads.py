@@ -35,8 +35,8 @@ class Completions:
 
     def __init__(self, cfg: Config, task: Task) -> None:
         self.cfg, self.task = cfg, task
-        self.judge: str | None = task.judge  # the reward actors start with it
-        self.correct_key, self.eval_keys = task.correct_key, task.eval_keys
+        self.judge: str | None = task.judge_name()  # the reward actors start with it
+        self.correct_key, self.eval_keys = task.judge_key(), task.eval_keys
         self.max_len = cfg.rollout.max_tokens  # a sample's length limit (overlong shaping)
 
     def rows(self) -> tuple[list[dict], list[dict]]:
@@ -50,11 +50,12 @@ class Completions:
         """The worker method's arguments besides the items and the sampling settings."""
         return {}
 
-    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation) -> ScoreResult:
+    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation, step: int = 0) -> ScoreResult:
         flat_rows = [row for row, g in zip(rows, gen.groups) for _ in g]
         return pool.score(ScoreRequest(prompts=[row["prompt"] for row in flat_rows],
                                        completions=[s.text for s in gen.samples],
-                                       columns=self.task.columns(flat_rows)))
+                                       columns=self.task.columns(flat_rows),
+                                       completion_ids=[s.token_ids for s in gen.samples], step=step))
 
     def stats(self, samples: list[Sample]) -> dict[str, float]:
         """Statistics of a step's samples besides the batch statistics every workload has."""
@@ -76,7 +77,7 @@ class Completions:
                    tag: str, write: Writer | None = None) -> dict:
         """The task's eval table of one answer per held-out row (greedy at temperature 0)."""
         gen = sample(self.items(tokenizer, rows), n=1, temperature=temperature, seed=0)
-        return self.task.evaluate(rows, [g[0].text for g in gen.groups])
+        return self.task.evaluate(rows, [g[0].text for g in gen.groups], [g[0].token_ids for g in gen.groups])
 
 
 # Score keys that count, not rate: metrics of their own (episode_metrics), not reward parts.
@@ -106,7 +107,7 @@ class Episodes(Completions):
         e = self.cfg.env
         return {"task": self.cfg.task, "max_turns": e.max_turns, "max_context": e.max_context}
 
-    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation) -> ScoreResult:
+    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation, step: int = 0) -> ScoreResult:
         scores = [s.episode.score for s in gen.samples]
         return ScoreResult(rewards=[sc["total"] for sc in scores],
                            breakdowns=[{k: v for k, v in sc.items() if k not in _COUNTS} for sc in scores],

@@ -33,6 +33,6 @@ def load_setup(config: str = "tiny-cpu", overrides: list[str] | None = None) -> 
     from tasks.base import load_task
 
     cfg = load_config(config, overrides)
-    task = load_task(cfg.task)
+    task = load_task(cfg.task, cfg.reward.functions)
     paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
     return Setup(cfg, task, paths, AutoTokenizer.from_pretrained(str(paths.tokenizer_dir)))

@@ -11,6 +11,11 @@ A task is named in the config (`task.name`) and found here by import path, so th
 task either. Its own options (`task.options`) are validated by the task's pydantic model before anything
 starts.
 
+Only `rows` must be written: a task without an eval of its own is judged by its reward functions
+(`tasks.judging`: the judge is the task's `judge`, else the first of `reward.functions`), a standard
+prompt (a string) is given to the model as it is and a conversational one (a list of messages) through
+the model's chat template, and rows are read from JSONL, JSON, Parquet, CSV or `save_to_disk` folders.
+
 >>> task = load_task(TaskConfig(name="fund_assistant", options={"n_single": 40, "n_multistep_samples": 40}))
 >>> train, held_out = task.rows()
 >>> sorted(task.label_columns)[:3], task.judge, task.correct_key
@@ -26,58 +31,114 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
+from configs.base import Section
 from configs.loader import ConfigError, explain
 from configs.task import TaskConfig
 from tasks.env import Environment
 
 # name → "package.module:Class". Add a task of your own here (or give `task.name` as an import path).
-TASKS: dict[str, str] = {"fund_assistant": "tasks.fund_assistant.task:FundAssistantTask"}
+TASKS: dict[str, str] = {"fund_assistant": "tasks.fund_assistant.task:FundAssistantTask",
+                         "dataset": "tasks.dataset:DatasetTask",
+                         "reasoning_gym": "tasks.reasoning_gym:ReasoningGymTask"}
+
+
+class NoOptions(Section):
+    """A task without options (`task.options` must then be empty)."""
 
 
 class Task(ABC):
     """One task: rows, prompts, rewards' label columns, the correct signal, eval and warm-up rows."""
 
     name: ClassVar[str]
-    options_model: ClassVar[type[BaseModel]]
+    options_model: ClassVar[type[BaseModel]] = NoOptions
     """The pydantic model of `task.options` (extra keys forbidden)."""
-    label_columns: ClassVar[tuple[str, ...]]
-    """Row columns passed to reward functions as keyword lists (the label is `solution`)."""
-    judge: ClassVar[str]
-    """Reward name whose `breakdown` says whether a sample is right; it is always scored, for metrics."""
-    correct_key: ClassVar[str]
-    """Key of the judge's breakdown: 1.0 when the sample is right, else 0.0."""
-    group_column: ClassVar[str] = "category"
+    label_columns: ClassVar[tuple[str, ...] | None] = None
+    """Row columns passed to reward functions as keyword lists; None: every column but the prompt."""
+    judge: str | None = None
+    """Reward name whose score says whether a sample is right (None: the first of `reward.functions`);
+    it is always scored, for metrics."""
+    correct_key: str | None = None
+    """Key of the judge's breakdown that is 1.0 when the sample is right (None: the judge's own score)."""
+    group_column: str = "category"
     """Row column that metrics and the eval table are split by."""
-    eval_keys: ClassVar[tuple[str, ...]] = ()
+    eval_keys: tuple[str, ...] = ("accuracy", "reward_mean")
     """Scalar keys of the eval table, in the order the printed table shows them."""
+    metric_labels: ClassVar[dict[str, str]] = {}
+    """Names the task gives generic metrics in its own words (`{"accuracy": "tool accuracy"}`): the
+    progress bar, report and eval table show them."""
 
     def __init__(self, cfg: TaskConfig, options: BaseModel) -> None:
         self.cfg, self.options = cfg, options
+        self.rewards: list[tuple[str, float]] = []  # (name, weight) of reward.functions (set by load_task)
 
     @abstractmethod
     def rows(self) -> tuple[list[dict], list[dict]]:
         """(training rows, held-out rows): from `task.train_file` / `eval_file`, or generated."""
 
-    @abstractmethod
     def load_rows(self, path: str) -> list[dict]:
-        """Rows of a data file, validated (an error names the file and line of a bad row)."""
+        """Rows of a data file (an error names the file and line of a bad row)."""
+        from tasks.files import read_rows
 
-    @abstractmethod
+        return read_rows(path)
+
     def render_prompt(self, tokenizer: Any, row: dict) -> str:
-        """The prompt string the policy continues (chat template applied, assistant turn opened)."""
+        """The prompt string the policy continues: a standard prompt as it is, a conversational one
+        through the tokenizer's chat template with the assistant turn opened."""
+        prompt = row["prompt"]
+        if isinstance(prompt, str):
+            return prompt
+        return tokenizer.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
 
-    @abstractmethod
-    def evaluate(self, rows: Sequence[dict], texts: Sequence[str]) -> dict:
+    def judge_name(self) -> str | None:
+        """The reward that judges samples: the task's `judge`, else the first configured reward."""
+        return self.judge or (self.rewards[0][0] if self.rewards else None)
+
+    def judge_key(self) -> str | None:
+        """Where the judge's verdict is in a sample's breakdown (the reward pool files each reward's
+        score under its name)."""
+        return self.correct_key or self.judge_name()
+
+    def group_of(self, row: dict) -> str:
+        """A row's group (metrics and the eval table per group); `all` for a row without one."""
+        return str(row.get(self.group_column, "all"))
+
+    def evaluate(self, rows: Sequence[dict], texts: Sequence[str],
+                 completion_ids: Sequence[list[int]] | None = None) -> dict:
         """The eval table of greedy answers `texts` to `rows`: `eval_keys` scalars, `per_category`
-        (accuracy per `group_column` value) and `n`, all rates in [0, 1]."""
+        (accuracy per `group_column` value) and `n`, all rates in [0, 1]. By default the configured
+        rewards judge them (`tasks.judging`)."""
+        from tasks.judging import judged_table
 
-    @abstractmethod
+        judge = self.judge_name()
+        if judge is None:
+            raise ConfigError(f"task {self.name!r}: no reward function to judge the eval by")
+        return judged_table(rows, texts, completion_ids, self.rewards or [(judge, 1.0)], judge,
+                            self.group_of, self.columns(rows))
+
     def warmup_rows(self, rows: Sequence[dict]) -> list[dict]:
         """Rows whose `solution` is the SFT warm-up target for `prompt`."""
+        raise ConfigError(f"task {self.name!r} has no warm-up targets: set train.warmup.enabled=false")
 
-    @abstractmethod
     def corpus(self) -> list[str]:
-        """Every kind of text the model sees in this task (a tiny model's tokenizer is trained on it)."""
+        """Every kind of text the model sees in this task (a tiny model's tokenizer is trained on it):
+        by default every prompt (a message as `role\ncontent`) and every string column of the rows."""
+        texts: list[str] = []
+        train, held = self.rows()
+        for row in train + held:
+            prompt = row.get("prompt")
+            messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]
+            texts += [f"{m.get('role')}\n{m.get('content')}" for m in messages if isinstance(m, dict)]
+            texts += [v for k, v in row.items() if k != "prompt" and isinstance(v, str)]
+        for row in self.warmup_rows_or_none(train):
+            texts.append(f"assistant\n{row['solution']}")
+        return texts
+
+    def warmup_rows_or_none(self, rows: Sequence[dict]) -> list[dict]:
+        """`warmup_rows`, or none for a task without warm-up targets."""
+        try:
+            return self.warmup_rows(rows)
+        except ConfigError:
+            return []
 
     def vocabulary(self) -> list[str]:
         """Strings that must be single tokens in a tokenizer trained on `corpus` (e.g. tool names)."""
@@ -132,8 +193,14 @@ class Task(ABC):
         return self.corpus, self.vocabulary()
 
     def columns(self, rows: Sequence[dict]) -> dict[str, list[Any]]:
-        """The reward functions' keyword columns for `rows` (one list per label column present)."""
-        return {k: [r.get(k) for r in rows] for k in self.label_columns if rows and k in rows[0]}
+        """The reward functions' keyword columns for `rows` (one list per label column present; every
+        column but the prompt when the task names none), as TRL passes them."""
+        if not rows:
+            return {}
+        names = self.label_columns
+        if names is None:
+            names = [k for k in rows[0] if k != "prompt"]
+        return {k: [r.get(k) for r in rows] for k in names if k in rows[0]}
 
 
 def task_class(name: str) -> type[Task]:
@@ -152,12 +219,15 @@ def task_class(name: str) -> type[Task]:
     return cls
 
 
-def load_task(cfg: TaskConfig) -> Task:
-    """The configured task with its options validated (a ConfigError names the bad option)."""
+def load_task(cfg: TaskConfig, rewards: Sequence[Any] = ()) -> Task:
+    """The configured task with its options validated (a ConfigError names the bad option); `rewards`:
+    the run's `reward.functions` (what judges a task that has no judge of its own)."""
     cls = task_class(cfg.name)
     try:
         options = cls.options_model.model_validate(cfg.options)
     except ValidationError as e:
         raise ConfigError(explain(e, f"options of task {cfg.name!r}", "task.options",
                                   cls.options_model)) from None
-    return cls(cfg, options)
+    task = cls(cfg, options)
+    task.rewards = [(f.name, f.weight) if hasattr(f, "name") else tuple(f) for f in rewards]
+    return task

@@ -87,6 +87,7 @@ class FundAssistantTask(Task):
     correct_key = "tool_correct"
     group_column = "category"
     eval_keys = ("average_score", "tool_accuracy", "reasoning_score")
+    metric_labels = {"accuracy": "tool accuracy"}
     options: FundAssistantOptions
 
     def rows(self) -> tuple[list[dict], list[dict]]:
@@ -103,7 +104,8 @@ class FundAssistantTask(Task):
     def render_prompt(self, tokenizer: Any, row: dict) -> str:
         return render_prompt(tokenizer, row["prompt"], self.options.system_prompt)
 
-    def evaluate(self, rows: Sequence[dict], texts: Sequence[str]) -> dict:
+    def evaluate(self, rows: Sequence[dict], texts: Sequence[str],
+                 completion_ids: Sequence[list[int]] | None = None) -> dict:
         """Average ground-truth score, tool accuracy, reasoning score (GT's reasoning part as a fraction
         of its maximum) and tool accuracy per category."""
         columns = {k: [r.get(k) for r in rows] for k in ("solution", "category", "request")}

@@ -27,6 +27,9 @@ MODULES = [
     "cluster.actor_group",
     "tasks.env",
     "tasks.base",
+    "tasks.files",
+    "actors.stalls",
+    "configs.loader",
 ]
 
 
