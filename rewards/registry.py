@@ -27,6 +27,8 @@ BUILTINS: dict[str, str] = {
     "rule": "tasks.fund_assistant.rewards:rule_reward",
     "gt": "tasks.fund_assistant.rewards:gt_reward",
     "multistep_gt": "tasks.fund_assistant.rewards:gt_reward",
+    # reasoning-gym's datasets, each scored by its own score_answer (docs/your_task.md#reasoning-gym)
+    "reasoning_gym": "tasks.reasoning_gym:score",
 }
 _REGISTRY: dict[str, Any] = {}
 
