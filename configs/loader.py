@@ -176,14 +176,8 @@ def explain(err: ValidationError, origin: str, prefix: str = "", model: type[Bas
     return "\n".join(lines)
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
-    """Load `path` (default: the tiny-cpu preset), apply overrides, validate.
-
-    >>> cfg = load_config("tiny-cpu", ["train.steps=3"])
-    >>> cfg.train.steps
-    3
-    """
-    file = resolve_path(path or "tiny-cpu")
+def _read(file: Path) -> dict:
+    """One YAML file's top-level mapping (not yet merged with what it extends)."""
     try:
         # Loading from the open file lets PyYAML name it in error marks (not "<unicode string>").
         with file.open(encoding="utf-8") as f:
@@ -192,13 +186,74 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
         raise ConfigError(f"{file}: not valid YAML: {_yaml_problem(e)}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{file}: the top level must be a mapping of sections")
+    return data
+
+
+def merge(base: dict, child: dict) -> dict:
+    """`child` over `base`: nested mappings merge key by key, anything else (lists included) is replaced
+    whole. A `task` section that names another task replaces the base's whole: the base's task options
+    belong to the base's task.
+
+    >>> merge({"a": {"x": 1, "y": [1, 2]}, "b": 1}, {"a": {"y": [3]}})
+    {'a': {'x': 1, 'y': [3]}, 'b': 1}
+    """
+    out = dict(base)
+    for key, value in child.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, dict) and not _renames_task(key, old, value):
+            out[key] = merge(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def _renames_task(key: str, old: dict, new: dict) -> bool:
+    return key == "task" and "name" in new and new["name"] != old.get("name", "fund_assistant")
+
+
+def load_data(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, list[Path]]:
+    """A preset's raw data with its `extends:` chain merged in (base first), and the chain's files.
+
+    `extends:` names a preset (`tiny-cpu`) or a path, relative to the extending file's folder first."""
+    file = resolve_path(path) if not _seen else path
+    file = Path(file).resolve()
+    if file in _seen:
+        chain = " -> ".join(str(p) for p in (*_seen, file))
+        raise ConfigError(f"{file}: `extends` makes a cycle ({chain})")
+    data = _read(file)
+    parent = data.pop("extends", None)
+    if parent is None:
+        return data, [file]
+    if not isinstance(parent, str) or not parent.strip():
+        raise ConfigError(f"{file}: `extends` must name one preset or file (got {parent!r})")
+    near = file.parent / parent
+    try:
+        parent_file = near if near.is_file() else resolve_path(parent)
+    except ConfigError as e:
+        raise ConfigError(f"{file}: extends {parent!r}: {e}") from None
+    base, chain = load_data(parent_file, (*_seen, file))
+    return merge(base, data), [*chain, file]
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> Config:
+    """Load `path` (default: the tiny-cpu preset) with what it `extends`, apply overrides, validate.
+
+    >>> cfg = load_config("tiny-cpu", ["train.steps=3"])
+    >>> cfg.train.steps
+    3
+    """
+    file = resolve_path(path or "tiny-cpu")
+    data, chain = load_data(file)
     data_secrets: list[str] = []
     try:
+        task_before = dict(data.get("task") or {}) if isinstance(data.get("task"), dict) else {}
         for item in overrides or []:
             parts, value = parse_override(item)
             _apply(data, parts, value, f"--set {shown(item)}")
+        _check_task_rename(task_before, data, overrides or [])
         data_secrets = secret_values(data)
-        origin = str(file) + (f" with --set {' '.join(map(shown, overrides))}" if overrides else "")
+        origin = " extending ".join(str(f) for f in reversed(chain))
+        origin += f" with --set {' '.join(map(shown, overrides))}" if overrides else ""
         try:
             return Config.model_validate(data)
         except ValidationError as e:
@@ -206,6 +261,21 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     except ConfigError as e:
         # Belt and braces: whatever a message quotes (a validator's own text included), no secret.
         raise ConfigError(mask(str(e), data_secrets)) from None
+
+
+def _check_task_rename(before: dict, data: dict, overrides: list[str]) -> None:
+    """`--set task.name=X` keeps the file's task options, which belong to the file's task: refused,
+    with how to replace the section instead (the options are validated by the task, after this)."""
+    task = data.get("task") if isinstance(data.get("task"), dict) else {}
+    renamed = "name" in task and task["name"] != before.get("name", "fund_assistant")
+    kept = before.get("options") and task.get("options") == before.get("options")
+    if renamed and kept and any(o.split("=", 1)[0].strip() == "task.name" for o in overrides):
+        raise ConfigError(
+            f"--set task.name={task['name']}: the config's task.options "
+            f"({', '.join(sorted(before['options']))}) "
+            f"belong to task {before.get('name', 'fund_assistant')!r}; replace the whole section instead: "
+            f"--set 'task={{name: {task['name']}, options: {{...}}}}', or write a preset with "
+            "`extends:` and its own `task:` section (naming another task replaces the base's task section)")
 
 
 def secret_values(data: dict) -> list[str]:
@@ -223,3 +293,15 @@ def mask(text: str, secrets: list[str]) -> str:
         if len(value) >= 4:
             text = text.replace(value, REDACTED)
     return text
+
+
+def config_from_data(data: dict, overrides: list[str] | None = None, origin: str = "config") -> Config:
+    """A config from already-loaded data (a run's config.json), with `--set` overrides applied."""
+    data = dict(data)
+    for item in overrides or []:
+        parts, value = parse_override(item)
+        _apply(data, parts, value, f"--set {shown(item)}")
+    try:
+        return Config.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(mask(explain(e, origin), secret_values(data))) from None
