@@ -128,7 +128,8 @@ def _trusted(checkpoint: Path, key: str) -> None:
 
 # Keys a resumed run may change: how long it runs, how it is watched and where it runs.
 MAY_CHANGE = ("train.steps", "train.resume", "train.progress", "train.max_restarts", "train.restart_window",
-              "train.max_skipped_updates", "train.checkpoint_every", "train.keep_checkpoints",
+              "train.max_skipped_updates", "train.max_failed_steps", "train.max_idle_steps",
+              "train.checkpoint_every", "train.keep_checkpoints",
               "train.eval_after", "train.run_dir",
               "train.run_name", "cluster.", "rollout.call_timeout_s", "rollout.start_timeout_s",
               "learner.call_timeout_s", "tracking")
@@ -202,31 +203,53 @@ def _trackers(cfg: Config) -> list[str]:
 
 
 def _task(cfg: Config) -> list[str]:
-    """The task loads, its data files exist and parse, and its prompts fit the engine."""
+    """The task loads, its data files exist and parse and have the columns the rewards need, each reward
+    runs on the first rows, and its prompts fit the engine."""
     from configs.loader import ConfigError
     from tasks.base import load_task
 
     for key in ("train_file", "eval_file"):
         path = getattr(cfg.task, key)
-        if path and not Path(path).is_file():
+        if path and not Path(path).exists():
             return [f"task.{key}: {path} does not exist"]
     try:
-        task = load_task(cfg.task)
+        task = load_task(cfg.task, cfg.reward.functions)
         train, held = task.rows()
     except ConfigError as e:
         return [str(e)]
-    except (ValueError, OSError) as e:  # DataError names the file and line
+    except (ValueError, OSError) as e:  # a data file's error names the file and line
         return [f"task data: {e}"]
     if not train:
         return ["task: no training rows"]
+    problems = _rows(cfg, task, train)
+    return problems or _prompt_lengths(cfg, task, train + held)
+
+
+def _rows(cfg: Config, task, train: list[dict]) -> list[str]:
+    """What the run reads of the rows: `train.adaptive_by`, the warm-up's targets, the rewards' columns
+    and a call of each reward on the first two rows (single-turn runs; episodes score themselves)."""
+    from configs.loader import ConfigError
+    from rewards.check import reward_problems
+
+    problems = []
     if cfg.train.sampling == "adaptive":
         from actors.data_stream import adaptive_values
 
         try:
             adaptive_values(train, cfg.train.adaptive_by)
         except ValueError as e:
-            return [str(e)]
-    return _prompt_lengths(cfg, task, train + held)
+            problems.append(str(e))
+    if cfg.env.enabled:
+        return problems
+    if cfg.train.warmup.enabled:
+        try:
+            task.warmup_rows(train[:2])
+        except ConfigError as e:
+            problems.append(str(e))
+    where = f"task.train_file {cfg.task.train_file}" if cfg.task.train_file else f"task {cfg.task.name!r}'s"
+    judge = task.judge_name()
+    return problems + reward_problems(cfg.reward.functions, judge, train, task.columns(train[:2]), where,
+                                      cfg.reward.timeout_s)
 
 
 def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:

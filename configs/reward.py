@@ -14,6 +14,9 @@ class RewardFn(Section):
     """Registry name or import path."""
     weight: float = Field(1.0, ge=-1e6, le=1e6)
     """Weight in the weighted sum (finite)."""
+    preflight: bool = True
+    """Call it once on two rows with placeholder completions before anything starts (false for a
+    reward that must not be called before the run, e.g. one that calls a paid service)."""
 
 
 class RewardConfig(Section):

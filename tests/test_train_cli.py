@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -77,3 +78,38 @@ def test_resume_modes_are_checked(tmp_path):
     assert "train.resume=never" in err and "exists" in err
     err = _refused(tmp_path, "train.run_name=new", f"train.resume={tmp_path}/nowhere")
     assert "not a complete checkpoint" in err
+
+
+def short_reward(prompts, completions, **kwargs):
+    """One value short: a reward's most common slip."""
+    return [1.0] * (len(completions) - 1)
+
+
+def test_a_dataset_and_its_rewards_are_checked_on_the_first_rows_and_nothing_is_left(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n" for i in range(8)))
+    runs = tmp_path / "runs"
+    base = [f"train.run_dir={runs}", f"task={{name: dataset, train_file: {data}}}", "train.sampling=shuffle"]
+
+    def train(*sets: str) -> subprocess.CompletedProcess:
+        return _run("train.py", *[x for s in [*base, *sets] for x in ("--set", s)])
+
+    def refused(reward: str) -> str:
+        p = train("train.warmup.enabled=false", f"reward.functions=[{{name: '{reward}'}}]")
+        assert p.returncode == 2, p.stdout[-2000:] + p.stderr[-2000:]
+        assert "Traceback" not in p.stderr and "Started a local Ray" not in p.stdout + p.stderr
+        assert not runs.exists() or not any(runs.iterdir()), list(runs.iterdir())  # no run folder left
+        return p.stderr
+
+    # TRL's accuracy_reward reads a `solution` column this dataset does not have
+    err = refused("trl.rewards:accuracy_reward")
+    assert ("reward.functions[0] (trl.rewards:accuracy_reward): needs the column 'solution', which "
+            f"task.train_file {data} row 1 does not have (the columns a reward gets: answer)") in err
+    # a reward written for message completions, on a standard (string) prompt: its own exception
+    err = refused("examples.dataset_rewards.rewards:exact_answer")
+    assert "called on 2 rows with placeholder completions, it raised TypeError: string indices" in err
+    err = refused("tests.test_train_cli:short_reward")
+    assert "it returned 1 values for 2 completions" in err
+    # a warm-up on a task without targets (the reward opted out of the call)
+    p = train("reward.functions=[{name: 'tests.test_train_cli:short_reward', preflight: false}]")
+    assert p.returncode == 2 and "set task.options.warmup_column" in p.stderr, p.stderr[-2000:]
