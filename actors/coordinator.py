@@ -37,6 +37,7 @@ from actors.roles import Roles
 from actors.rollout_worker import RolloutWorker
 from actors.run_state import RunState
 from actors.setup_steps import difficulty_keep, run_warmup
+from actors.stalls import Stalls
 from actors.step_data import judge_matrix, rollout_stats, train_batch
 from actors.stream_pipeline import StreamPipeline
 from actors.workloads import workload_for
@@ -65,7 +66,7 @@ class Coordinator(RunState):
                  roles: dict[str, type] | None = None) -> None:
         self.cfg, self.backend = cfg, backend or RayBackend()
         self.classes = {**ROLES, **(roles or {})}
-        self.task = load_task(cfg.task)
+        self.task = load_task(cfg.task, cfg.reward.functions)
         self.work = workload_for(cfg, self.task)  # completions or agent episodes
         config = redacted(cfg.model_dump(mode="json"))
         self.run = RunLog(run_dir, trackers=open_trackers(cfg.tracking, run_dir, config))
@@ -77,6 +78,7 @@ class Coordinator(RunState):
         self.restarts = 0  # replaced roles in this process (never rolled back)
         self.budget = RestartBudget(cfg.train.max_restarts, cfg.train.restart_window)
         self.skipped_in_a_row = 0  # updates skipped for a non-finite loss or gradient
+        self.stalls = Stalls()  # steps in a row whose rewards all failed, or that updated nothing
         self.kept_rows: list[int] | None = None  # training rows the difficulty filter kept
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
@@ -138,6 +140,7 @@ class Coordinator(RunState):
                 self.info.update(self._filter_by_difficulty())
             self.checkpoint()
         self.info.update(train_rows=len(self.train_rows), eval_rows=len(self.eval_rows), step=self.step,
+                         eval_keys=list(self.eval_keys),
                          setup_seconds=time.perf_counter() - t0, base_model=self.base_model_dir,
                          evaluated=sorted(self.eval_tables))
         self.run.event("setup", **{k: v for k, v in self.info.items() if not isinstance(v, dict)})
@@ -215,7 +218,27 @@ class Coordinator(RunState):
         row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats,
                **(learn or {}), **self.pipeline.metrics(self.step, batch.gen, trained_at, sum(stale or [])),
                **{f"time/{k}": v for k, v in times.items()}}
-        return self._record(row)
+        self._record(row)
+        self._watch(scored, out, learn)  # after the row: a stopped run's last row says what happened
+        return row
+
+    def _watch(self, scored: ScoreResult, out: StepResult, learn: dict | None) -> None:
+        """Stop a run that cannot learn: every reward failed, or nothing updated, too many steps in a row."""
+        n = len(scored.rewards)
+        all_failed = n > 0 and scored.failures >= n
+        # every advantage 0 and no KL term: the loss has no gradient, the policy stays as it was
+        zero = out.metrics.get("advantage_abs_mean", 1.0) == 0.0 and self.cfg.algorithm.loss.kl_coef == 0
+        updated = learn is not None and not learn["update_skipped"] and not zero
+        why = ("every completion's reward failed" if all_failed else "no sample was left to train on"
+               if learn is None else "the update was skipped" if learn["update_skipped"]
+               else "every group's rewards had zero spread (every advantage 0)")
+        self.stalls.observe(all_failed, updated, why)
+        if not updated:
+            self.run.event("no_update", step=self.step, reason=why)
+        first = scored.failure_log[0] if scored.failure_log else ""
+        t = self.cfg.train
+        if problem := self.stalls.problem(t.max_failed_steps, t.max_idle_steps, first):
+            raise self._stop(problem)
 
     def _launch(self, rows: list[dict], step: int):
         """Start sampling step `step`'s batch; its sampling seed is a function of the step."""
@@ -234,7 +257,7 @@ class Coordinator(RunState):
         return judge_matrix(scored, len(rows), self.work.correct_key)
 
     def _score(self, rows: list[dict], gen: Generation) -> ScoreResult:
-        scored = self.work.score(self.roles.pool, rows, gen)
+        scored = self.work.score(self.roles.pool, rows, gen, self.step)
         for line in scored.failure_log:  # each failed completion keeps its one-line record
             self.run.event("reward_failure", step=self.step, detail=line)
         if scored.failure_log:  # and the log gets one line a step, however many failed

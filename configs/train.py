@@ -170,6 +170,12 @@ class TrainConfig(Section):
     still stops."""
     max_skipped_updates: int = Field(3, ge=1, le=1000)
     """Updates in a row that may be skipped for a non-finite loss or gradient norm before the run stops."""
+    max_failed_steps: int = Field(3, ge=0, le=100_000)
+    """Steps in a row in which every completion's reward failed before the run stops (exit 1, naming the
+    reward and its first error); 0: never. One bad step of a flaky reward service does not stop it."""
+    max_idle_steps: int = Field(50, ge=0, le=100_000)
+    """Steps in a row without an update (every reward failed, every advantage 0, or the update skipped)
+    before the run stops (exit 1); 0: never."""
     run_dir: str = "runs"
     """Parent folder of run directories."""
     run_name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

@@ -1,0 +1,45 @@
+"""Whether a run can still learn: steps in a row in which every completion's reward failed, and in
+which no update moved the policy. Either one past its limit stops the run (`train.max_failed_steps`,
+`train.max_idle_steps`) with a message that names the cause, instead of a run that exits 0 having
+learned nothing. One bad step of a flaky reward service does not stop a run: only steps in a row count.
+
+>>> s = Stalls()
+>>> s.observe(all_failed=True, updated=False); s.observe(all_failed=True, updated=False); (s.failed, s.idle)
+(2, 2)
+>>> why = s.problem(max_failed=2, max_idle=50, first_error="reward 'f' raised KeyError")
+>>> why.split("; ")[1]
+"the first error: reward 'f' raised KeyError"
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+
+@dataclass
+class Stalls:
+    failed: int = 0  # steps in a row in which every completion's reward failed
+    idle: int = 0  # steps in a row without an update (nothing valid, every advantage 0, or skipped)
+    why: str = ""  # why the newest idle step did not update
+
+    def observe(self, all_failed: bool, updated: bool, why: str = "") -> None:
+        self.failed = self.failed + 1 if all_failed else 0
+        self.idle = 0 if updated else self.idle + 1
+        self.why = "" if updated else why
+
+    def problem(self, max_failed: int, max_idle: int, first_error: str = "") -> str | None:
+        """Why the run must stop, or None (a limit of 0 never stops it)."""
+        if max_failed and self.failed >= max_failed:
+            return (f"every completion's reward failed in {self.failed} steps in a row "
+                    f"(train.max_failed_steps={max_failed}); the first error: {first_error or 'none logged'}")
+        if max_idle and self.idle >= max_idle:
+            return (f"no update in {self.idle} steps in a row (train.max_idle_steps={max_idle}): {self.why}; "
+                    "the rewards give the policy nothing to learn from")
+        return None
+
+    def state_dict(self) -> dict:
+        return asdict(self)
+
+    def load_state_dict(self, state: dict | None) -> None:
+        state = state or {}
+        self.failed, self.idle, self.why = state.get("failed", 0), state.get("idle", 0), state.get("why", "")
