@@ -1,13 +1,17 @@
-"""The eval table of a base model or a trained adapter on the held-out set.
+"""The eval table of a run, a base model or a trained adapter on the held-out set.
 
+    python evaluate.py runs/<run>                        # the run's own config: before and after RL
     python evaluate.py                                   # the tiny base model (after building it)
-    python evaluate.py --adapter runs/<run>/adapter          # on the base it was trained on
+    python evaluate.py --adapter runs/<run>/adapter      # on the base it was trained on
     python evaluate.py --config configs/qwen2.5-7b-fund.yaml --adapter path/to/adapter
 
-The task's eval table (for the fund assistant: average ground-truth score, tool accuracy, reasoning
-score and tool accuracy per category) on the held-out split of the configured task (or --data FILE),
-measured exactly as a training run measures it before and after RL (`actors.generation.evaluate`).
-Greedy decoding with vLLM, in-process.
+Given a run directory, the run's own config (`config.json`: task, model, chat template, rewards) is
+used, and the table has two columns: `before` (the base the run trained from: its warm-up model when it
+had one) and `after` (that base with the run's adapter). The task's eval table (the fund assistant:
+average ground-truth score, tool accuracy, reasoning score, per category; a dataset or reasoning-gym
+task: the judge's accuracy, the reward, per group or per dataset) on the held-out split of the task (or
+--data FILE), measured as a training run measures it before and after RL (the workload's
+`eval_table`). Greedy decoding with vLLM, in-process.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from pathlib import Path
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("run", nargs="?",
+                   help="a run directory: its config, its base before RL and its adapter after")
     p.add_argument("--config", default="tiny-cpu", help="preset or YAML path (model, data, rollout settings)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--base", help="base model directory (default: the adapter's own base when that folder "
@@ -40,16 +46,34 @@ def _adapter_base(adapter_dir: str | None) -> str | None:
     return base if base and Path(base).exists() else None
 
 
+def _run_config(run: Path, overrides: list[str]):
+    """The config a run was made with (its config.json), with `--set` overrides applied."""
+    from configs.loader import config_from_data
+
+    file = run / "config.json"
+    if not file.is_file():
+        from configs.loader import ConfigError
+
+        raise ConfigError(f"{run} is not a run directory (no config.json)")
+    return config_from_data(json.loads(file.read_text(encoding="utf-8")), overrides, str(file))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from configs.loader import ConfigError, load_config
 
+    run = Path(args.run) if args.run else None
+    if run is not None and (args.adapter or args.config != "tiny-cpu"):
+        print("error: give a run directory, or --config/--adapter, not both", file=sys.stderr)
+        return 2
     try:
-        cfg = load_config(args.config, args.overrides)
+        cfg = _run_config(run, args.overrides) if run else load_config(args.config, args.overrides)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    for path, what in ((args.base, "--base"), (args.adapter, "--adapter"), (args.data, "--data")):
+    adapter = str(run / "adapter") if run else args.adapter
+    for path, what in ((args.base, "--base"), (adapter, "the adapter" if run else "--adapter"),
+                       (args.data, "--data")):
         if path and not Path(path).exists():
             print(f"error: {what} {path} does not exist", file=sys.stderr)
             return 2
@@ -66,34 +90,40 @@ def main(argv: list[str] | None = None) -> int:
     from tasks.base import load_task
 
     try:
-        task = load_task(cfg.task)
+        task = load_task(cfg.task, cfg.reward.functions)
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     mc, work = cfg.model, workload_for(cfg, task)
     paths = resolve_model(mc, *task.tokenizer_text(episodes=work.episodes))  # the run's own tokenizer
-    base = args.base or _adapter_base(args.adapter) or str(paths.model_dir)
+    warm = run / "warmup_model" if run else None
+    base = args.base or (str(warm) if warm and (warm / "config.json").exists() else None) \
+        or _adapter_base(adapter) or str(paths.model_dir)
     held = work.rows()[1]
     rows = task.load_rows(args.data) if args.data else held
     rows = rows[: args.limit] if args.limit else rows
     rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny"
                                              else cfg.rollout.serve_mode})
     worker = RolloutWorker(base, str(paths.tokenizer_dir), rollout, mc.lora, dtype=mc.dtype)
-    if args.adapter:
-        worker.load_adapter(load_peft_adapter(args.adapter, version=1))
 
     def sample(items: list, **sampling) -> Generation:  # the one worker, as a run's roles call theirs
         return Generation.of([getattr(worker, work.method)(items, **work.sampling(), **sampling)])
 
-    # The held-out eval a training run makes before and after RL: one answer (or episode) per row.
-    table = work.eval_table(sample, worker.tokenizer, rows, cfg.rollout.eval_temperature, "eval")
-    keys = work.eval_keys
-    label = "adapter" if args.adapter else "base"
-    print(format_eval_tables({label: table}, keys))
+    def table() -> dict:  # the held-out eval a training run makes before and after RL
+        return work.eval_table(sample, worker.tokenizer, rows, cfg.rollout.eval_temperature, "eval")
+
+    tables = {}
+    if run or not adapter:
+        tables["before" if run else "base"] = table()
+    if adapter:
+        worker.load_adapter(load_peft_adapter(adapter, version=1))
+        tables["after" if run else "adapter"] = table()
+    print(format_eval_tables(tables, work.eval_keys))
     print(f"\n{len(rows)} held-out {'episodes' if work.episodes else 'rows'}; model {base}"
-          + (f" + adapter {args.adapter}" if args.adapter else ""))
+          + (f" + adapter {adapter}" if adapter else ""))
     if args.json_out:
-        Path(args.json_out).write_text(json.dumps(table, indent=2, ensure_ascii=False) + "\n")
+        out = tables if run else next(iter(tables.values()))
+        Path(args.json_out).write_text(json.dumps(out, indent=2, ensure_ascii=False) + "\n")
     return 0
 
 
