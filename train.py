@@ -24,6 +24,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config value, e.g. --set train.steps=20 (repeatable)")
     p.add_argument("--log-level", default="WARNING")
+    p.add_argument("--print-config", action="store_true",
+                   help="print the resolved config (presets it extends and --set applied) and exit")
     return p.parse_args(argv)
 
 
@@ -62,26 +64,31 @@ def main(argv: list[str] | None = None) -> int:
     from cluster.runtime import run_root
     from configs.loader import ConfigError, load_config
 
+    made: Path | None = None  # a run folder this start made: removed again when the input is refused
+    lock = None
     try:
         cfg = load_config(args.config, args.overrides)
+        if args.print_config:
+            return _print_config(cfg)
         root, preset = run_root(cfg.train.run_dir), Path(str(args.config)).stem
         if cfg.train.resume in ("auto", "never"):
-            run_dir = (root / (cfg.train.run_name or _fresh_name(root, preset))).resolve()
+            name = cfg.train.run_name
+            if not name or not (root / name).exists():
+                name = name or _fresh_name(root, preset)  # (a fresh name's folder is made at once)
+                made = (root / name).resolve()
+            run_dir = (root / name).resolve()
             lock = _lock(run_dir)  # before anything looks at the run's files
             plan = preflight(cfg, run_dir)
         else:  # a checkpoint path names its own run: lock that one once it is known
             plan = preflight(
                 cfg, (root / (cfg.train.run_name or time.strftime("%Y%m%d-%H%M%S-") + preset)).resolve())
             lock = _lock(plan.run_dir.resolve())
-    except ConfigError as e:
+    except (ConfigError, RunInUse) as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _refused(made, lock)
     except PreflightError as e:
         print("\n".join(f"error: {line}" for line in e.lines), file=sys.stderr)
-        return 2
-    except RunInUse as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return _refused(made, lock)
     if plan.resume is None and (plan.run_dir / "config.json").exists():
         gone = start_over(plan.run_dir)
         print(f"run {plan.run_dir.name} has no complete checkpoint: starting it over (removed "
@@ -90,10 +97,38 @@ def main(argv: list[str] | None = None) -> int:
 
     note_tags(cfg.tracking, plan.run_dir, preset)  # the trackers' tags that only the driver knows
     resume_hint = f"python train.py --config {args.config} --set train.run_name={plan.run_dir.name}"
+    status = 2
     try:
-        return _run(cfg, plan, resume_hint)
+        status = _run(cfg, plan, resume_hint)
+        return status
     finally:
         lock.release()
+        if status == 2:  # refused once Ray was up (the cluster has too little room): nothing left behind
+            _refused(made, None)
+
+
+def _refused(made: Path | None, lock) -> int:
+    """Exit status 2 for refused input, and the run folder this start made removed again (it holds only
+    the lock file, or nothing): a refused run leaves nothing behind."""
+    if lock is not None:
+        lock.release()
+    if made is not None and made.is_dir():
+        from actors.run_lock import LOCK_FILE
+
+        if {p.name for p in made.iterdir()} <= {LOCK_FILE}:
+            (made / LOCK_FILE).unlink(missing_ok=True)
+            made.rmdir()
+    return 2
+
+
+def _print_config(cfg) -> int:
+    """The config a run would use, as YAML (secrets redacted), to read or to save as a preset."""
+    import yaml
+
+    from cluster.runtime import redacted
+
+    print(yaml.safe_dump(redacted(cfg.model_dump(mode="json")), sort_keys=False, allow_unicode=True), end="")
+    return 0
 
 
 def _fresh_name(root: Path, preset: str) -> str:
@@ -244,7 +279,7 @@ def _drive(ray, coord, cfg, resume, stop: StopSignals, restarted: tuple | None =
     # Not when resuming past step 0; but a run lost between its first checkpoint and this eval has none.
     if cfg.train.eval_before and info["step"] == 0 and "before" not in info["evaluated"]:
         before = stop.wait(ray, coord.evaluate.remote("before"))
-        shown = [k for k in ("tool_accuracy", "average_score", "success_rate", "turns_mean") if k in before]
+        shown = [k for k in info.get("eval_keys", []) if isinstance(before.get(k), (int, float))]
         print("eval before RL: " + ", ".join(f"{k.replace('_', ' ')} {before[k]:.3f}" for k in shown),
               flush=True)
     _loop(ray, coord, cfg, info["step"], stop)
@@ -276,7 +311,7 @@ def _loop(ray, coord, cfg, start: int, stop: StopSignals) -> None:
         step = row["step"]
         bar.set_postfix(
             reward=f"{row['reward_mean']:.3f}", zero_std=f"{row['frac_reward_zero_std']:.2f}",
-            tool=f"{row['tool_accuracy']:.2f}", ngrpo="on" if row["ngrpo_active"] else "off",
+            acc=f"{row['accuracy']:.2f}", ngrpo="on" if row["ngrpo_active"] else "off",
         )
         bar.update(step - bar.n)
     bar.close()
@@ -297,10 +332,13 @@ def _print_summary(summary: dict, report: Path | None) -> None:
 
 def _print_faults(run_dir: Path) -> None:
     """What the run survived, per role (also after a run that stopped: it says what it met)."""
-    from observe.faults import fault_summary, format_faults
+    from observe.faults import fault_summary, format_faults, learning_line
     from observe.runs import read_jsonl
 
-    print(format_faults(fault_summary(read_jsonl(run_dir / "events.jsonl"))), flush=True)
+    events = read_jsonl(run_dir / "events.jsonl")
+    print(format_faults(fault_summary(events)), flush=True)
+    if learning := learning_line(events):
+        print(learning, flush=True)
 
 
 def _report(run_dir: Path) -> Path | None:

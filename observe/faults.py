@@ -77,3 +77,25 @@ def faults_markdown(summary: list[Faults]) -> list[str]:
         else:
             out.append(f"| {f.role} | {f.faults} | {f.seconds:.1f} | {f.redone} |")
     return out
+
+
+def learning_line(events: Iterable[dict]) -> str | None:
+    """What kept the run from learning, in one line (None when every step updated the policy and no
+    reward failed): failed rewards and steps without an update."""
+    failed_steps: set = set()
+    failures = 0
+    idle: list[dict] = []
+    for e in events:
+        if e.get("event") == "reward_failure":
+            failures += 1
+            failed_steps.add(e.get("step"))
+        elif e.get("event") == "no_update":
+            idle.append(e)
+    parts = []
+    if failures:
+        parts.append(f"{failures} reward failure{'s' * (failures != 1)} in {len(failed_steps)} "
+                     f"step{'s' * (len(failed_steps) != 1)}")
+    if idle:
+        parts.append(f"{len(idle)} step{'s' * (len(idle) != 1)} without an update "
+                     f"(the last, step {idle[-1].get('step')}: {idle[-1].get('reason')})")
+    return "learning: " + "; ".join(parts) if parts else None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from observe import plots
-from observe.faults import fault_summary, faults_markdown
+from observe.faults import fault_summary, faults_markdown, learning_line
 from observe.runs import Run, load_run
 from observe.schema import lookup
 from observe.series import active_spans, hidden_generation, numeric, series, step_times, summary
@@ -148,7 +148,10 @@ def reliability_lines(run: Run) -> list[str]:
                          f"or gradient; {e.get('in_a_row')} in a row)")
         elif kind == "stopped":
             lines.append(f"- step {step}: run stopped: {e.get('reason')}")
-    return lines or ["No role failed, no update was skipped."]
+    learning = learning_line(run.events)
+    if learning:
+        lines.append(f"- {learning}")
+    return lines or ["No role failed, no reward failed, every step updated the policy."]
 
 
 def eval_markdown(tables: dict[str, dict[str, Any]]) -> str:

@@ -47,3 +47,14 @@ def test_the_report_has_the_faults_table(tmp_path):
     text = write_report(run).read_text()
     assert "| role | faults survived | seconds to recover | steps redone |" in text
     assert "| learner | 1 | 10.5 | 1 |" in text and "| resumed by hand | 1 | — | — |" in text
+
+
+def test_a_run_that_did_not_learn_says_so():
+    from observe.faults import learning_line
+
+    assert learning_line([{"event": "checkpoint", "step": 1}]) is None
+    events = [{"event": "reward_failure", "step": 1, "detail": "x"}, {"event": "reward_failure", "step": 1},
+              {"event": "no_update", "step": 1, "reason": "every completion's reward failed"},
+              {"event": "reward_failure", "step": 2}, {"event": "no_update", "step": 2, "reason": "r"}]
+    assert learning_line(events) == ("learning: 3 reward failures in 2 steps; 2 steps without an update "
+                                     "(the last, step 2: r)")
