@@ -1,12 +1,13 @@
-# The README's two commands: `make run` (the main job) and `make test` (the whole suite).
-# Both create .venv and install on first use, and are quick once installed.
+# The README's commands: `make run` (the main job), `make test` (the fast tier: unit and in-process tests
+# and one real end-to-end run of each path, at most 10 minutes on 2 cores) and `make test-all` (the whole
+# suite, with the `slow` tests: what CI runs). They create .venv and install on first use.
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.ngrpo-installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test bench chaos lost-node prometheus clean
+.PHONY: install run test test-all bench chaos lost-node prometheus clean
 
 install: $(STAMP)
 
@@ -21,7 +22,11 @@ $(STAMP): pyproject.toml
 run: install
 	$(PY) train.py $(ARGS)
 
+# PYTEST_ARGS comes last: its own -m (e.g. PYTEST_ARGS="-m slow") replaces the tier's.
 test: install
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 BENCH_STAMP := $(VENV)/.ngrpo-bench-installed
