@@ -1,7 +1,8 @@
 """Every Grafana panel's PromQL against a real Prometheus that scraped Ray's metrics export of real runs.
 
 A Ray head (`ray start --head`, dashboard on, its own temp dir) writes its service discovery file; a
-Prometheus server (Debian's `prometheus`, which .ci/run installs) reads that file through the config
+Prometheus server (Debian's `prometheus`, which `make test-all` installs where it can; missing, these tests
+are skipped, and fail under CI=true: tests/needs.py) reads that file through the config
 `observe.prometheus` writes, the one `make prometheus` serves, and scrapes every second. Two short runs
 go to the head one after the other: the fund assistant (with an extra reward function that fails on some
 completions and hangs on a few, so its actor is replaced, and NGRPO's switch thresholds at 0 so that it
@@ -31,6 +32,7 @@ import pytest
 from cluster.runtime import ROOT
 from observe.grafana import PANELS, dashboard
 from observe.prometheus import command, sd_file, write_config
+from tests.needs import program
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
@@ -105,8 +107,7 @@ def _stop(proc: subprocess.Popen) -> None:
 @pytest.fixture(scope="module")
 def stack():
     """A Ray head in its own temp dir and a Prometheus reading its service discovery file."""
-    if shutil.which("prometheus") is None:
-        pytest.fail("no `prometheus` on PATH: .ci/run installs Debian's package (apt-get install prometheus)")
+    binary = program("prometheus", "Debian/Ubuntu: sudo apt-get install prometheus")
     # Short and private: Ray's socket paths live under it (at most 107 characters) and `ray stop` of
     # another test never meets this head.
     tmp = Path(tempfile.mkdtemp(prefix="ngrpo-prom-", dir="/tmp"))
@@ -135,8 +136,8 @@ def stack():
         sd = sd_file(tmp)
         _wait("ray head (service discovery file)", sd.exists, head, head_log)
         config = write_config(tmp / "prometheus", sd, scrape_interval="1s")
-        prom = subprocess.Popen(command(config, tmp / "prometheus" / "data", f"127.0.0.1:{ports['prom']}"),
-                                stdout=logs[1], stderr=subprocess.STDOUT, start_new_session=True)
+        cmd = command(config, tmp / "prometheus" / "data", f"127.0.0.1:{ports['prom']}", binary)
+        prom = subprocess.Popen(cmd, stdout=logs[1], stderr=subprocess.STDOUT, start_new_session=True)
         url = f"http://127.0.0.1:{ports['prom']}"
         _wait("prometheus", lambda: urllib.request.urlopen(f"{url}/-/ready", timeout=2).status == 200,
               prom, prom_log, 60)
