@@ -1,7 +1,8 @@
 """Reward functions checked on a task's first rows before anything starts.
 
 Two checks per reward, each a one-line problem naming the reward's config key: the row columns its
-signature requires (parameters without a default, besides TRL's call keywords) are in the rows; and one
+signature requires (parameters without a default, besides TRL's call keywords, and those it names in a
+`required_columns` attribute, for a reward that reads them from `**kwargs`) are in the rows; and one
 call on two rows with placeholder completions of the right shape (a string, or an assistant message for
 a conversational prompt) runs and answers with one float or None per completion. A reward that must not
 be called before the run (one that calls a paid or rate-limited service) opts out of the call with
@@ -35,7 +36,8 @@ def reward_problems(functions: Sequence[Any], judge: str | None, rows: list[dict
         except Exception:  # noqa: BLE001 - a name that does not resolve is reported by its own check
             continue
         target = getattr(fn, "breakdown", None) if callable(getattr(fn, "breakdown", None)) else fn
-        missing = [c for c in needed_columns(target) if c not in columns]
+        needed = [*needed_columns(target), *getattr(fn, "required_columns", ())]
+        missing = [c for c in dict.fromkeys(needed) if c not in columns]
         if missing:
             have = ", ".join(sorted(columns)) or "none"
             out.append(f"{key}: needs the column{'s' * (len(missing) > 1)} {', '.join(map(repr, missing))}, "

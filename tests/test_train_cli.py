@@ -113,3 +113,11 @@ def test_a_dataset_and_its_rewards_are_checked_on_the_first_rows_and_nothing_is_
     # a warm-up on a task without targets (the reward opted out of the call)
     p = train("reward.functions=[{name: 'tests.test_train_cli:short_reward', preflight: false}]")
     assert p.returncode == 2 and "set task.options.warmup_column" in p.stderr, p.stderr[-2000:]
+
+
+def test_the_fund_assistants_reward_on_another_dataset_is_refused(tmp_path):
+    data = tmp_path / "data.jsonl"
+    data.write_text("".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n" for i in range(4)))
+    p = _run("train.py", "--set", f"train.run_dir={tmp_path / 'runs'}", "--set",
+             f"task={{name: dataset, train_file: {data}}}", "--set", "train.warmup.enabled=false")
+    assert p.returncode == 2 and "reward.functions[0] (gt): needs the column 'solution'" in p.stderr, p.stderr

@@ -195,6 +195,7 @@ class MultistepGTReward:
     label had no tool."""
 
     reward_range = (0.0, 1.0)  # the pool counts a value outside as a failure
+    required_columns = ("solution",)  # the ReAct label (read from **columns): checked before a run starts
 
     def __init__(self, name: str = "multistep_gt") -> None:
         self.__name__ = name  # TRL names its reward metrics after reward_func.__name__
