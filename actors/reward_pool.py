@@ -264,8 +264,5 @@ class RewardPool:
         except Exception as e:  # noqa: BLE001 - the actor is gone (RewardActor.score catches user code)
             return None, f"died ({one_line(str(e), 200)})"
 
-    def node_ids(self) -> list[str | None]:
-        return self.group.node_ids()
-
     def shutdown(self) -> None:
         self.group.shutdown()
