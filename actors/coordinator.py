@@ -181,7 +181,7 @@ class Coordinator(RunState):
             except RoleFailure as failure:
                 if failure.role == "rollout" and self.cfg.train.pipeline == "stream":
                     with self.recovering(failure):  # a stream's worker: replaced, the run goes back to its
-                        self.roles.start_worker_again(failure.index)  # checkpoint (a cut of every stream)
+                        self.roles.start_again(failure.index)  # checkpoint (a cut of every stream)
                         self._restore(self.store.latest(), "rollback")
                     return None
                 # a worker is replaced inside the step: this is the learner's, or

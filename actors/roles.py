@@ -196,20 +196,17 @@ class Roles:
     def replace_worker(self, i: int, cause: str) -> None:
         """Count the failure, start a new worker in the same bundle and load the served policy."""
         with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
-            self._start_again(i)
+            self.start_again(i)
             if self.update_ref is not None:
                 self.load([i], self.update_ref, rollback=True)
 
-    def start_worker_again(self, i: int) -> None:
-        """A new worker in place of worker i, serving the base model (a streamed run then goes back to
-        its checkpoint, whose policy every worker is loaded with)."""
-        self._start_again(i)
-
     def _replace(self, i: int, cause: str) -> None:
         with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
-            self._start_again(i)
+            self.start_again(i)
 
-    def _start_again(self, i: int) -> None:
+    def start_again(self, i: int) -> None:
+        """A new worker in place of worker i, serving the base model (a streamed run then goes back to
+        its checkpoint, whose policy every worker is loaded with); a RoleFailure if it does not start."""
         cause = self.rollout.start_again(i, self.cfg.rollout.start_timeout_s)
         if cause is not None:
             raise RoleFailure("rollout", i, self._node(self.rollout, i), cause)
