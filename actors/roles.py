@@ -193,16 +193,13 @@ class Roles:
         """Wait for a launched generation (a failed worker's share is generated again, `_collect`)."""
         return Generation.of(self._collect(pending))
 
-    def replace_worker(self, i: int, cause: str) -> None:
-        """Count the failure, start a new worker in the same bundle and load the served policy."""
+    def replace_worker(self, i: int, cause: str, serve: bool = True) -> None:
+        """Count the failure, start a new worker in the same bundle and (`serve`) load the served policy;
+        `load` passes serve=False, since it loads the update on the new worker itself."""
         with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
             self.start_again(i)
-            if self.update_ref is not None:
+            if serve and self.update_ref is not None:
                 self.load([i], self.update_ref, rollback=True)
-
-    def _replace(self, i: int, cause: str) -> None:
-        with self.recovering(RoleFailure("rollout", i, self._node(self.rollout, i), cause)):
-            self.start_again(i)
 
     def start_again(self, i: int) -> None:
         """A new worker in place of worker i, serving the base model (a streamed run then goes back to
@@ -231,7 +228,7 @@ class Roles:
             for i, cause in failures.items():  # the new worker gets the update in the next round
                 if not replace:
                     raise RoleFailure("rollout", i, self._node(self.rollout, i), cause)
-                self._replace(i, cause)
+                self.replace_worker(i, cause, serve=False)
         return [served[i] for i in indices]
 
     def _gather_loads(self, refs: dict[int, Any], export_refs: list | None) -> tuple[dict, dict]:
