@@ -3,6 +3,7 @@
 Both are optional extras, imported only when a run names them. Each sends a run's params, metrics rows
 and eval tables once (`_SentOnce`: tracking.json remembers what went out, so a resumed run does not
 send its repeated steps again), and `finish_*` hands over the report and the adapter at the end.
+A run in an sqlite store keeps its MLflow artifacts in its run directory (`<run>/mlflow/`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse
 
 from configs.tracking import TrackingConfig
 from observe.series import numeric
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # tracking opens these backends; they only use the state it h
     from observe.tracking import TrackingState
 
 _MLFLOW_PARAM_LEN = 6000  # MLflow refuses longer param values
+MLFLOW_ARTIFACTS = "mlflow"  # in the run directory: the artifacts of a run in an sqlite store
 
 
 def _eval_step(table: dict[str, Any], step: int | None) -> int:
@@ -68,7 +71,7 @@ class MlflowTracker(_SentOnce):
     name = "mlflow"
 
     def __init__(self, cfg: TrackingConfig, state: TrackingState, run_name: str, params: dict[str, Any],
-                 tags: dict[str, str]) -> None:
+                 tags: dict[str, str], run_dir: Path) -> None:
         from mlflow import MlflowClient
         from mlflow.entities import Param, RunTag
 
@@ -81,6 +84,7 @@ class MlflowTracker(_SentOnce):
             self.client.log_batch(self.run_id, tags=run_tags)
             return
         self.run_id = self.client.create_run(self._experiment(cfg.project), run_name=run_name).info.run_id
+        _artifacts_in_run_dir(self.client, self.run_id, run_dir / MLFLOW_ARTIFACTS)
         items = [Param(_mlflow_key(k), _text(v)[:_MLFLOW_PARAM_LEN]) for k, v in params.items()]
         for i in range(0, len(items), 100):  # MLflow takes at most 100 params a request
             self.client.log_batch(self.run_id, params=items[i:i + 100])
@@ -146,6 +150,22 @@ class WandbTracker(_SentOnce):
         # finish() can return before W&B's service has written everything (offline: the .wandb file),
         # and the process may end right after; teardown waits for it. No other W&B run lives here.
         wandb.teardown()
+
+
+def _artifacts_in_run_dir(client: Any, run_id: str, folder: Path) -> None:
+    """In an sqlite store, the run's artifacts go to `folder` (in its run directory). MLflow gives each run
+    a folder under its experiment's artifact location, and a client that makes an experiment in an sqlite
+    store (no server) sets that to ./mlruns of its working directory: the report and the adapter would
+    land wherever the run was started from, outside the run. The run's own row says where its artifacts
+    are; only it changes (the experiment, which other runs share, keeps its location)."""
+    if urlparse(client.tracking_uri).scheme != "sqlite":
+        return  # a server's store: its artifact location is the server's choice
+    from mlflow.store.tracking.dbmodels.models import SqlRun
+
+    store = client._tracking_client.store  # mlflow is pinned (pyproject.toml); tests read the row back
+    with store.ManagedSessionMaker(read_only=False) as session:
+        session.query(SqlRun).filter(SqlRun.run_uuid == run_id).update(
+            {SqlRun.artifact_uri: str(folder.resolve())})
 
 
 def finish_mlflow(cfg: TrackingConfig, run_id: str, folders: dict[str, Path], status: int) -> None:

@@ -177,7 +177,7 @@ def open_trackers(cfg: TrackingConfig, run_dir: str | Path, config: dict[str, An
     params, tags = flat_params(config), {"run_name": name, **state.tags}
     makers: dict[str, Callable[[], Tracker]] = {
         "tensorboard": lambda: TensorBoardLog(run_dir / "tensorboard"),
-        "mlflow": lambda: MlflowTracker(cfg, state, name, params, tags),
+        "mlflow": lambda: MlflowTracker(cfg, state, name, params, tags, run_dir),
         "wandb": lambda: WandbTracker(cfg, state, name, params, tags, run_dir),
     }
     fan = Trackers()

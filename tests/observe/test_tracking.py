@@ -198,6 +198,27 @@ def test_mlflow_through_an_sqlite_uri(sqlite_uri, tmp_path):
     _check_mlflow(sqlite_uri, run_dir, run_id, tmp_path)
 
 
+def test_an_sqlite_store_keeps_the_artifacts_in_the_run_directory(offline, tmp_path, monkeypatch):
+    """A store of its own, first opened from another directory (MLflow resolves its default artifact root,
+    ./mlruns, when it opens a store): the report and the adapter go to <run>/mlflow/, nothing to ./mlruns."""
+    from mlflow import MlflowClient
+
+    elsewhere = tmp_path / "started-here"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    uri = f"sqlite:///{tmp_path}/store/mlflow.db"
+    (tmp_path / "store").mkdir()
+    run_dir, run_id = _mlflow_run(uri, tmp_path)
+    assert list(elsewhere.iterdir()) == []  # no ./mlruns, nothing else
+    run = MlflowClient(tracking_uri=uri).get_run(run_id)
+    assert Path(run.info.artifact_uri) == run_dir.resolve() / "mlflow"
+    assert (run_dir / "mlflow" / "report" / "report.md").read_text() == (
+        run_dir / "report" / "report.md").read_text()
+    assert {p.name for p in (run_dir / "mlflow" / "adapter").iterdir()} == {
+        "adapter_config.json", "adapter_model.safetensors"}
+    _check_mlflow(uri, run_dir, run_id, tmp_path)  # MLflow finds them there
+
+
 def test_a_resumed_run_continues_the_same_mlflow_run_without_duplicate_steps(sqlite_uri, tmp_path):
     from mlflow import MlflowClient
 
