@@ -104,7 +104,7 @@ def checked(out: Any, n: int) -> list[float | None]:
             raise RewardContractError(f"returned {v!r} ({type(v).__name__}) for completion {i}; "
                                       "expected a float or None") from None
         if not math.isfinite(x):
-            raise ValueError(f"returned {x} for completion {i}")
+            raise ValueError(f"returned a NaN or inf ({x}) for completion {i}")
         result.append(x)
     return result
 
