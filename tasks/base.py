@@ -63,9 +63,6 @@ class Task(ABC):
     """Row column that metrics and the eval table are split by."""
     eval_keys: tuple[str, ...] = ("accuracy", "reward_mean")
     """Scalar keys of the eval table, in the order the printed table shows them."""
-    metric_labels: ClassVar[dict[str, str]] = {}
-    """Names the task gives generic metrics in its own words (`{"accuracy": "tool accuracy"}`): the
-    progress bar, report and eval table show them."""
 
     def __init__(self, cfg: TaskConfig, options: BaseModel) -> None:
         self.cfg, self.options = cfg, options

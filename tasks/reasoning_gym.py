@@ -148,6 +148,10 @@ class ReasoningGymTask(Task):
         prompt = [{"role": "system", "content": system}, user] if system else [user]
         return {"prompt": prompt, "answer": str(entry["answer"]), "dataset": name, "entry": entry}
 
+    def vocabulary(self) -> list[str]:
+        """The answer tags are single tokens of a tiny model's tokenizer (one decision each, not three)."""
+        return ["<answer>", "</answer>"]
+
     def warmup_rows(self, rows: Sequence[dict]) -> list[dict]:
         """The gold answer in the answer format."""
         return [{**r, "solution": f"<answer>{r['answer']}</answer>"} for r in rows]

@@ -87,7 +87,6 @@ class FundAssistantTask(Task):
     correct_key = "tool_correct"
     group_column = "category"
     eval_keys = ("average_score", "tool_accuracy", "reasoning_score")
-    metric_labels = {"accuracy": "tool accuracy"}
     options: FundAssistantOptions
 
     def rows(self) -> tuple[list[dict], list[dict]]:
