@@ -30,7 +30,8 @@ def adaptive_values(rows: list[dict], column: str) -> list[str]:
     when there are more than MAX_ADAPTIVE_VALUES of them (not a kind of row, a free-text column)."""
     missing = sum(1 for r in rows if not r.get(column))
     if missing:
-        raise ValueError(f"train.adaptive_by={column!r}: {missing} training rows have no {column!r}")
+        raise ValueError(f"train.adaptive_by={column!r}: {missing} of {len(rows)} training rows have no "
+                         f"{column!r}; name a column every row has, or set train.sampling=shuffle")
     values = sorted({r[column] for r in rows})
     if len(values) > MAX_ADAPTIVE_VALUES:
         raise ValueError(f"train.adaptive_by={column!r}: the column has {len(values)} distinct values, "
