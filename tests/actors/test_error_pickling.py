@@ -26,7 +26,9 @@ from actors.vllm_tap import TapError
 from cluster.actor_group import PlacementTimeout, creation_error
 from configs.loader import ConfigError
 from observe.compare import CompareError
+from rewards.contract import RewardContractError
 from rewards.registry import RewardNotFoundError
+from tasks.files import DataFileError
 from tasks.fund_assistant.data import DataError
 
 NODE = "c90a7502c24ce155aa82b674480d9884d8cba18f16a9242e11292a3a"
@@ -48,6 +50,8 @@ CASES = {
     CompareError: lambda: CompareError("unknown metric 'reward_mena': not in any run's metrics.jsonl"),
     RewardNotFoundError: lambda: RewardNotFoundError("unknown reward 'gtt'; known: gt, multistep_gt, rule"),
     ConfigError: lambda: ConfigError("train.stepz: unknown key (did you mean steps?)"),
+    DataFileError: lambda: DataFileError("data/train.jsonl: row 4 has no column 'answer' (its columns: prompt)"),
+    RewardContractError: lambda: RewardContractError("returned 3 values for 4 completions"),
     PlacementTimeout: lambda: PlacementTimeout("rollout: a lost node's bundles could not be placed again "
                                                "within 300s (cluster.node_wait_s; placement group "
                                                "RESCHEDULING)"),
