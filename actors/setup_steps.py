@@ -127,9 +127,12 @@ def probe_sequence(task: Task, tokenizer: Any, rows: list[dict]) -> tuple[list[i
     logprobs the learner sends with every push and each worker checks after loading it."""
     row = rows[0]
     prompt = tokenizer(task.render_prompt(tokenizer, row), add_special_tokens=False)["input_ids"]
-    # Any fixed tokens serve; a label reads like an answer. A task without one: the prompt's own tokens.
-    targets = task.warmup_rows_or_none([row])
-    label = targets[0]["solution"] if targets else row.get("solution")
+    # Any fixed tokens serve; a label reads like an answer: the row's own, else its warm-up target. A task
+    # with neither: the prompt's own tokens.
+    label = row.get("solution")
+    if not isinstance(label, str) or not label:
+        targets = task.warmup_rows_or_none([row])
+        label = targets[0]["solution"] if targets else None
     if not isinstance(label, str) or not label:
         return prompt, prompt[-64:]
     return prompt, tokenizer(label, add_special_tokens=False)["input_ids"][:64]
