@@ -222,6 +222,8 @@ def _task(cfg: Config) -> list[str]:
     if not train:
         return ["task: no training rows"]
     problems = _rows(cfg, task, train)
+    if cfg.env.enabled:  # episodes start from the environment's messages, cut at env.max_context
+        return problems
     return problems or _prompt_lengths(cfg, task, train + held)
 
 
