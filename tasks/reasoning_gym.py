@@ -153,8 +153,9 @@ class ReasoningGymTask(Task):
         return ["<answer>", "</answer>"]
 
     def warmup_rows(self, rows: Sequence[dict]) -> list[dict]:
-        """The gold answer in the answer format."""
-        return [{**r, "solution": f"<answer>{r['answer']}</answer>"} for r in rows]
+        """The gold answer in the answer format. A space opens it (the scorer strips the tag's text): a
+        word then starts with the same token as where the question has it, mid-sentence."""
+        return [{**r, "solution": f"<answer> {r['answer']}</answer>"} for r in rows]
 
 
 @functools.cache

@@ -50,7 +50,7 @@ CASES = {
     CompareError: lambda: CompareError("unknown metric 'reward_mena': not in any run's metrics.jsonl"),
     RewardNotFoundError: lambda: RewardNotFoundError("unknown reward 'gtt'; known: gt, multistep_gt, rule"),
     ConfigError: lambda: ConfigError("train.stepz: unknown key (did you mean steps?)"),
-    DataFileError: lambda: DataFileError("data/train.jsonl: row 4 has no column 'answer' (its columns: prompt)"),
+    DataFileError: lambda: DataFileError("data/train.jsonl: row 4 has no column 'answer' (columns: prompt)"),
     RewardContractError: lambda: RewardContractError("returned 3 values for 4 completions"),
     PlacementTimeout: lambda: PlacementTimeout("rollout: a lost node's bundles could not be placed again "
                                                "within 300s (cluster.node_wait_s; placement group "
