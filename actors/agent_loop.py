@@ -204,7 +204,8 @@ def episode_metrics(samples: Sequence[Sample]) -> dict[str, float]:
 EPISODE_EVAL_KEYS = ("success_rate", "reward_mean", "tools", "params", "state", "outcome", "turns_mean",
                      "tool_error_rate", "truncated")
 """The scalar rows of an episode eval table, in the printed order: success, the mean trajectory reward
-and its parts (the environment's `score()`), turns, tool errors, truncation."""
+and its parts (the fund assistant's environment scores these four; a table has only the parts its
+environment's `score()` gives), turns, tool errors, truncation."""
 _PARTS = ("tools", "params", "state", "outcome")
 
 
@@ -217,7 +218,8 @@ def episode_eval(rows: Sequence[dict], samples: Sequence[Sample],
     groups: dict[str, list[float]] = {}
     for row, s in zip(rows, samples, strict=True):
         groups.setdefault(str(row.get(group_column)), []).append(s.episode.score.get("success", 0.0))
-    return {"success_rate": m["success_rate"], "reward_mean": mean("total"), **{k: mean(k) for k in _PARTS},
+    parts = {k: mean(k) for k in _PARTS if any(k in s.episode.score for s in samples)}  # the env's own
+    return {"success_rate": m["success_rate"], "reward_mean": mean("total"), **parts,
             "turns_mean": m["episode_turns_mean"],
             "tool_error_rate": m["tool_error_rate"], "truncated": m["frac_truncated_episodes"],
             "per_category": {k: sum(v) / len(v) for k, v in sorted(groups.items())}, "n": len(samples)}

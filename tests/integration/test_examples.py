@@ -70,3 +70,4 @@ def test_an_environment(tmp_path):
                  "train.prompts_per_step=2")
     after = json.loads((run / "eval.json").read_text())["after"]
     assert 0.0 <= after["success_rate"] <= 1.0 and set(after["per_category"]) <= {"low", "high"}
+    assert "tools" not in after  # only the parts its own environment scores (not the fund assistant's)
