@@ -224,16 +224,9 @@ class Coordinator(RunState):
 
     def _watch(self, scored: ScoreResult, out: StepResult, learn: dict | None) -> None:
         """Stop a run that cannot learn: every reward failed, or nothing updated, too many steps in a row."""
-        n = len(scored.rewards)
-        all_failed = n > 0 and scored.failures >= n
-        # every advantage 0 and no KL term: the loss has no gradient, the policy stays as it was
-        zero = out.metrics.get("advantage_abs_mean", 1.0) == 0.0 and self.cfg.algorithm.loss.kl_coef == 0
-        updated = learn is not None and not learn["update_skipped"] and not zero
-        why = ("every completion's reward failed" if all_failed else "no sample was left to train on"
-               if learn is None else "the update was skipped" if learn["update_skipped"]
-               else "every group's rewards had zero spread (every advantage 0)")
-        self.stalls.observe(all_failed, updated, why)
-        if not updated:
+        why = self.stalls.observe_step(scored, out.metrics.get("advantage_abs_mean", 1.0), learn,
+                                       self.cfg.algorithm.loss.kl_coef)
+        if why:
             self.run.event("no_update", step=self.step, reason=why)
         first = scored.failure_log[0] if scored.failure_log else ""
         t = self.cfg.train

@@ -14,6 +14,7 @@ learned nothing. One bad step of a flaky reward service does not stop a run: onl
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass
@@ -26,6 +27,22 @@ class Stalls:
         self.failed = self.failed + 1 if all_failed else 0
         self.idle = 0 if updated else self.idle + 1
         self.why = "" if updated else why
+
+    def observe_step(self, scored: Any, advantage_abs_mean: float, learn: dict | None,
+                     kl_coef: float) -> str:
+        """Count one step from its scores (`ScoreResult`), its mean |advantage| and the learner's answer
+        (None: nothing was learned); returns why it did not update ("" when it did)."""
+        n = len(scored.rewards)
+        all_failed = n > 0 and scored.failures >= n
+        # every advantage 0 and no KL term: the loss has no gradient, the policy stays as it was
+        zero = advantage_abs_mean == 0.0 and kl_coef == 0
+        updated = learn is not None and not learn["update_skipped"] and not zero
+        why = ("" if updated else "every completion's reward failed" if all_failed
+               else "no sample was left to train on" if learn is None
+               else "the update was skipped" if learn["update_skipped"]
+               else "every group's rewards had zero spread (every advantage 0)")
+        self.observe(all_failed, updated, why)
+        return why
 
     def problem(self, max_failed: int, max_idle: int, first_error: str = "") -> str | None:
         """Why the run must stop, or None (a limit of 0 never stops it)."""
