@@ -82,8 +82,8 @@ def main(argv: list[str] | None = None) -> int:
 
     apply_role_env()
     from actors.generation import Generation
-    from actors.rollout_worker import RolloutWorker
-    from actors.workloads import workload_for
+    from actors.worker.rollout_worker import RolloutWorker
+    from actors.driver.workloads import workload_for
     from contracts.lora import load_peft_adapter
     from models.tiny import resolve_model
     from observe.tables import format_eval_tables

@@ -59,8 +59,8 @@ class StopSignals:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(name)s: %(message)s")
-    from actors.preflight import PreflightError, preflight, start_over
-    from actors.run_lock import RunInUse
+    from actors.driver.preflight import PreflightError, preflight, start_over
+    from actors.driver.run_lock import RunInUse
     from cluster.runtime import run_root
     from configs.loader import ConfigError, load_config
 
@@ -113,7 +113,7 @@ def _refused(made: Path | None, lock) -> int:
     if lock is not None:
         lock.release()
     if made is not None and made.is_dir():
-        from actors.run_lock import LOCK_FILE
+        from actors.driver.run_lock import LOCK_FILE
 
         if {p.name for p in made.iterdir()} <= {LOCK_FILE}:
             (made / LOCK_FILE).unlink(missing_ok=True)
@@ -134,7 +134,7 @@ def _print_config(cfg) -> int:
 def _fresh_name(root: Path, preset: str) -> str:
     """A default run name that no other job has (its folder is made here); a root that cannot be
     written is left to the pre-start check, which names it."""
-    from actors.run_lock import new_run_name
+    from actors.driver.run_lock import new_run_name
 
     try:
         return new_run_name(root, preset)
@@ -143,8 +143,8 @@ def _fresh_name(root: Path, preset: str) -> str:
 
 
 def _lock(run_dir: Path):
-    """The run directory's lock, held until the driver exits (see actors/run_lock.py)."""
-    from actors.run_lock import RunLock
+    """The run directory's lock, held until the driver exits (see actors/driver/run_lock.py)."""
+    from actors.driver.run_lock import RunLock
 
     lock = RunLock(run_dir)
     try:
@@ -158,10 +158,10 @@ def _run(cfg, plan, resume_hint: str) -> int:
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    from actors.checkpoints import CheckpointStore
-    from actors.coordinator import Coordinator
+    from actors.driver.checkpoints import CheckpointStore
+    from actors.driver.coordinator import Coordinator
     from actors.errors import RunStopped, describe
-    from actors.preflight import resource_problems
+    from actors.driver.preflight import resource_problems
     from cluster.runtime import connect, role_env
     from observe.tracking import finish_runs
 
@@ -225,10 +225,10 @@ def _supervise(ray, coordinator, cfg, run_dir: Path, resume, stop: StopSignals) 
     eval or the finish, or the coordinator itself) makes the driver start a new coordinator from the
     newest checkpoint, as a restarted driver would, so the run ends as if nothing had happened; at
     most train.max_restarts times within train.restart_window steps."""
-    from actors.checkpoints import CheckpointStore
+    from actors.driver.checkpoints import CheckpointStore
     from actors.errors import describe, lost_process
-    from actors.preflight import start_over
-    from actors.restarts import RestartBudget
+    from actors.driver.preflight import start_over
+    from actors.driver.restarts import RestartBudget
 
     def step_of(checkpoint: Path | None) -> int:
         return int(checkpoint.name.removeprefix("step_")) if checkpoint else 0

@@ -17,7 +17,7 @@ import time
 
 
 def measure(mode: str, paths, prompts: list[str], n: int, max_tokens: int, repeats: int) -> float:
-    from actors.rollout_worker import RolloutWorker
+    from actors.worker.rollout_worker import RolloutWorker
     from bench.work import random_lora
     from configs.model import LoraConfig
     from configs.rollout import RolloutConfig

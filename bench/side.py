@@ -38,7 +38,7 @@ class Generation:
         self.kind, self.task, self.paths, self.tok = kind, *setup_paths()
         self.prompts = [self.task.render_prompt(self.tok, r) for r in self.task.rows()[1][:PROMPTS]]
         if kind == "gen-ours":
-            from actors.rollout_worker import RolloutWorker
+            from actors.worker.rollout_worker import RolloutWorker
             from configs.model import LoraConfig
 
             cfg = bench_config([]).rollout
@@ -77,7 +77,7 @@ class RL:
     def __init__(self, cfg) -> None:
         import tempfile
 
-        from actors.coordinator import Coordinator
+        from actors.driver.coordinator import Coordinator
         from cluster.runtime import connect
 
         connect(cfg.cluster)

@@ -3,7 +3,7 @@
 One compact ReAct turn per call (`compact.compact_solution`: a terse thought, the action, the route
 ahead as tool names), then a `final_answer` that states the outcome: the amount or ticker of the last
 call, or, when the balance was too low, that nothing was moved and why. The texts are only the policy's
-side; the environment supplies the observations when the warm-up plays them (`actors.agent_loop`).
+side; the environment supplies the observations when the warm-up plays them (`actors.worker.agent_loop`).
 
 The flaws are realistic faults of a logged agent for RL to repair, on the conditional requests (a row's
 `guarded` call is the one its first step's check decides on); any of them together:

@@ -1,4 +1,4 @@
-"""A RewardPool for tests, built the way `actors.roles.Roles.start` builds the run's own.
+"""A RewardPool for tests, built the way `actors.driver.roles.Roles.start` builds the run's own.
 
 The pool has no constructor of its own for a list of reward functions: the run makes its reward actors
 through `Roles`, with the config's resources and environment. Tests need the same pool without a
@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from actors.errors import RoleFailure
-from actors.reward_pool import RewardActor, RewardPool
+from actors.reward.pool import RewardActor, RewardPool
 from cluster.actor_group import ActorGroup
 from cluster.backend import Backend
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from actors.offsets import token_char_offsets
+from actors.worker.offsets import token_char_offsets
 from contracts import lora as lora_io
 from contracts.types import LoraUpdate, Rollout, Sample, Served
 
@@ -62,7 +62,7 @@ def scripted_worker(rows: list[dict], script: Script | None = None, train_seed: 
 
         def play_episodes(self, rows, task, max_turns, n=None, temperature=None, max_tokens=None, seed=None,
                           max_context=None, offsets=False) -> Rollout:
-            from actors.agent_loop import scripted_samples
+            from actors.worker.agent_loop import scripted_samples
             from tasks.base import load_task
 
             n = n or self.cfg.n

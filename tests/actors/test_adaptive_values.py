@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.data_stream import MAX_ADAPTIVE_VALUES, adaptive_values
+from actors.driver.prompts import MAX_ADAPTIVE_VALUES, adaptive_values
 
 ROOT = Path(__file__).resolve().parents[2]
 

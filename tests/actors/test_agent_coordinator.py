@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from actors.coordinator import Coordinator
+from actors.driver.coordinator import Coordinator
 from cluster.backend import LocalBackend
 from configs.loader import load_config
 from observe.schema import lookup

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from actors.agent_loop import TemplateDriftError, Wrapper, check_transcript, run_episodes
+from actors.worker.agent_loop import TemplateDriftError, Wrapper, check_transcript, run_episodes
 from configs.task import TaskConfig
 from tasks.base import load_task
 from tasks.fund_assistant.episodes import FINAL_TOOL, episode_rows
@@ -110,7 +110,7 @@ def test_real_engine_episodes_train_with_the_single_turn_logprob_gap(tiny_paths,
     """vLLM plays multi-turn episodes (the untrained tiny policy: malformed turns, error observations,
     more turns); the learner scores the same ids with the observations masked. The gap between the
     two on the policy's tokens stays at the single-turn level: no token drifted between the turns."""
-    from actors.rollout_worker import RolloutWorker
+    from actors.worker.rollout_worker import RolloutWorker
     from configs.algorithm import AlgorithmConfig
     from configs.learner import LearnerConfig
     from configs.model import LoraConfig, ModelConfig
@@ -151,7 +151,7 @@ def test_real_engine_episodes_train_with_the_single_turn_logprob_gap(tiny_paths,
 
 
 def test_episode_metrics_count_turns_calls_errors_and_observation_tokens(tiny_tokenizer):
-    from actors.agent_loop import episode_metrics
+    from actors.worker.agent_loop import episode_metrics
 
     engine, _ = scripted_engine(tiny_tokenizer)
     good = run_episodes(ROWS, lambda: TASK.environment(6), tiny_tokenizer, engine, max_context=4096)
@@ -170,7 +170,7 @@ def test_episode_metrics_count_turns_calls_errors_and_observation_tokens(tiny_to
 
 
 def test_the_episode_eval_table_splits_success_by_category(tiny_tokenizer):
-    from actors.agent_loop import episode_eval
+    from actors.worker.agent_loop import episode_eval
 
     engine, _ = scripted_engine(tiny_tokenizer)
     rows = ROWS[:4]

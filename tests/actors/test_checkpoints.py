@@ -7,7 +7,7 @@ import subprocess
 import sys
 import textwrap
 
-from actors.checkpoints import CheckpointStore
+from actors.driver.checkpoints import CheckpointStore
 
 
 def _write(store: CheckpointStore, step: int, payload: str = "x") -> None:
@@ -52,7 +52,7 @@ def test_a_full_disk_fails_the_checkpoint_cleanly(tmp_path):
         import resource, signal, sys
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # get EFBIG instead of being killed
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
-        from actors.checkpoints import CheckpointError, CheckpointStore
+        from actors.driver.checkpoints import CheckpointError, CheckpointStore
         store = CheckpointStore({str(tmp_path)!r})
         tmp = store.begin(20)
         try:
@@ -110,7 +110,7 @@ def test_a_linked_step_folder_is_not_a_checkpoint(tmp_path):
 
 def test_checkpoints_are_written_writable_by_their_owner_only(tmp_path):
     """A umask of 002 (user-private groups) must not make the run's own checkpoints untrusted."""
-    from actors.checkpoints import trust_problems
+    from actors.driver.checkpoints import trust_problems
 
     old = os.umask(0o002)
     try:

@@ -13,7 +13,7 @@ import logging
 
 import pytest
 
-from actors.coordinator import Coordinator
+from actors.driver.coordinator import Coordinator
 from cluster.backend import LocalBackend
 from configs.loader import load_config
 from learner.learner import Learner
@@ -300,7 +300,7 @@ def bad_numbers(tmp_path_factory):
     records: list[logging.LogRecord] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = records.append
-    watched = [logging.getLogger(n) for n in ("actors.coordinator", "actors.reward_pool")]
+    watched = [logging.getLogger(n) for n in ("actors.driver.coordinator", "actors.reward.pool")]
     for lg in watched:
         lg.addHandler(handler)
     try:
@@ -330,7 +330,7 @@ def test_reward_failures_are_one_log_line_a_step_and_one_event_each(bad_numbers)
     coord, rows, _, records = bad_numbers
     warned = [r.getMessage() for r in records if "reward failure" in r.getMessage()]
     assert len(warned) == len(rows) == 2  # one summary a step, not one line per failed completion
-    assert not [r for r in records if r.name == "actors.reward_pool"]  # the reward actors log none
+    assert not [r for r in records if r.name == "actors.reward.pool"]  # the reward actors log none
     assert (warned[0].startswith("step 1: 12 reward failure(s), first: ")
             and warned[1].startswith("step 2: 16 "))
     assert all("\n" not in w and len(w) < 500 for w in warned)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from actors.cpu_binding import ENV, bind_value, rank_core_lists, set_thread_binding
+from actors.worker.cpu_binding import ENV, bind_value, rank_core_lists, set_thread_binding
 
 
 def test_each_worker_splits_its_own_block_of_cores_over_its_ranks():

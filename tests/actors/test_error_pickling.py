@@ -18,11 +18,11 @@ import pytest
 from ray import cloudpickle
 from ray.exceptions import ActorDiedError, RayTaskError
 
-from actors.agent_loop import TemplateDriftError
-from actors.checkpoints import CheckpointError
+from actors.worker.agent_loop import TemplateDriftError
+from actors.driver.checkpoints import CheckpointError
 from actors.errors import PushError, RoleFailure, RunStopped, describe, root_cause
-from actors.preflight import PreflightError
-from actors.vllm_tap import TapError
+from actors.driver.preflight import PreflightError
+from actors.worker.vllm_tap import TapError
 from cluster.actor_group import PlacementTimeout, creation_error
 from configs.loader import ConfigError
 from observe.compare import CompareError
@@ -65,7 +65,7 @@ def _optional_cases() -> dict:
     """Types whose modules are new or optional: tested when they are there."""
     out = {}
     try:
-        from actors.run_lock import RunInUse
+        from actors.driver.run_lock import RunInUse
 
         out[RunInUse] = lambda: RunInUse("run x is in use by pid 4242 on host-a; wait for it or pick another")
     except ImportError:

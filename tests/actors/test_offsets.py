@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from actors.offsets import _prefix_offsets, is_byte_level, token_char_offsets
+from actors.worker.offsets import _prefix_offsets, is_byte_level, token_char_offsets
 
 
 def test_one_pass_offsets_match_prefix_decoding(tiny_tokenizer, fund_task):

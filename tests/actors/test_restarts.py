@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.restarts import RestartBudget
+from actors.driver.restarts import RestartBudget
 
 
 def test_failures_far_apart_never_exhaust_the_budget():

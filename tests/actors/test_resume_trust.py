@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.checkpoints import CheckpointStore
-from actors.preflight import PreflightError, resume_plan
+from actors.driver.checkpoints import CheckpointStore
+from actors.driver.preflight import PreflightError, resume_plan
 
 NOBODY = 65534
 
@@ -125,7 +125,7 @@ def test_a_link_inside_a_checkpoint_is_refused(roots, tmp_path):
 
 
 def test_preflight_takes_the_run_root_and_trusted_dirs_from_the_config(roots, monkeypatch):
-    import actors.preflight as pf
+    import actors.driver.preflight as pf
     from configs.loader import load_config
 
     root, other = roots

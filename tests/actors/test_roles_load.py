@@ -10,7 +10,7 @@ from contextlib import nullcontext
 import pytest
 
 from actors.errors import RoleFailure
-from actors.roles import Roles
+from actors.driver.roles import Roles
 from cluster.backend import LocalBackend
 from configs.root import Config
 from contracts.types import Served

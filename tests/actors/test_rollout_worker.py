@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from actors.errors import PushError
-from actors.rollout_worker import RolloutWorker
+from actors.worker.rollout_worker import RolloutWorker
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from contracts import lora as lora_io

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.run_lock import RunInUse, RunLock, new_run_name
+from actors.driver.run_lock import RunInUse, RunLock, new_run_name
 
 ROOT = Path(__file__).resolve().parents[2]
-_HOLD = ("import sys, time; from actors.run_lock import RunLock; RunLock(sys.argv[1]).acquire(); "
+_HOLD = ("import sys, time; from actors.driver.run_lock import RunLock; RunLock(sys.argv[1]).acquire(); "
          "print('held', flush=True); time.sleep(600)")
 
 

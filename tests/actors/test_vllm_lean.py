@@ -33,7 +33,7 @@ class _Engine:
         return [(list(c.token_ids), vars(c.logprobs), c.cumulative_logprob) for o in outs for c in o.outputs]
 
     def install(self) -> None:
-        from actors import vllm_lean
+        from actors.worker import vllm_lean
 
         vllm_lean.install()
 

@@ -24,7 +24,7 @@ class _Engine:
         self.prompts = [list(range(5, 150)), [9], list(range(20, 40))]
 
     def available(self) -> bool:
-        from actors import vllm_tap
+        from actors.worker import vllm_tap
 
         return vllm_tap.available(self.llm)
 
@@ -33,7 +33,7 @@ class _Engine:
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
 
-        from actors import vllm_tap
+        from actors.worker import vllm_tap
 
         self.llm.reset_prefix_cache()  # each call schedules (and so samples) as on a fresh engine
         torch.manual_seed(3)
@@ -51,7 +51,7 @@ class _Engine:
 
     def tampered(self) -> str:
         """The last recording with one token changed: the check against vLLM's output must refuse it."""
-        from actors.vllm_tap import TapError
+        from actors.worker.vllm_tap import TapError
 
         rec, outs = self.last
         ids, discard, tokens, lps = rec.steps[-1]

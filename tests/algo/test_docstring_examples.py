@@ -17,10 +17,10 @@ MODULES = [
     "algo.step",
     "algo.stats",
     "learner.micro_batches",
-    "actors.checkpoints",
-    "actors.data_stream",
-    "actors.restarts",
-    "actors.run_lock",
+    "actors.driver.checkpoints",
+    "actors.driver.prompts",
+    "actors.driver.restarts",
+    "actors.driver.run_lock",
     "observe.tables",
     "observe.schema",
     "cluster.backend",
@@ -28,7 +28,7 @@ MODULES = [
     "tasks.env",
     "tasks.base",
     "tasks.files",
-    "actors.stalls",
+    "actors.driver.stalls",
     "configs.loader",
 ]
 

@@ -61,7 +61,7 @@ def test_max_model_len_beyond_the_tiny_models_context_is_refused():
 
 
 def test_max_model_len_beyond_a_named_models_context_is_a_preflight_problem(tmp_path):
-    from actors.preflight import _model_context
+    from actors.driver.preflight import _model_context
     from models.tiny import TinyModelPaths
 
     paths = TinyModelPaths(tmp_path, tmp_path)

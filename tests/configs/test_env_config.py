@@ -28,7 +28,7 @@ def test_an_episode_context_beyond_the_engine_is_refused():
 
 
 def test_an_agent_run_counts_no_reward_actors_against_the_cluster():
-    from actors.preflight import resource_problems
+    from actors.driver.preflight import resource_problems
 
     agent = load_config("tiny-cpu-agent", ["reward.num_actors=4", "reward.num_cpus=1"])
     assert resource_problems(agent, {"CPU": 2.0}) == []  # the environment scores: no reward actors start

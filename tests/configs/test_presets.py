@@ -113,7 +113,7 @@ def test_a_missing_path_is_not_silently_replaced_by_a_preset(tmp_path):
 
 def test_the_default_preset_fits_a_plain_two_core_head():
     """`ray start --head` on a 2-core machine offers 2 CPUs: the roles, alive at once, must fit."""
-    from actors.preflight import resource_problems
+    from actors.driver.preflight import resource_problems
 
     cfg = load_config("tiny-cpu")
     assert resource_problems(cfg, {"CPU": 2.0}) == []

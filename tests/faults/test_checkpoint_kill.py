@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.checkpoints import MARKER, CheckpointStore
+from actors.driver.checkpoints import MARKER, CheckpointStore
 
 pytestmark = [pytest.mark.faults]
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 _CHILD = """
 import json, os, signal, sys
 from pathlib import Path
-from actors.checkpoints import CheckpointStore
+from actors.driver.checkpoints import CheckpointStore
 
 run, kill_at = Path(sys.argv[1]), int(sys.argv[2])
 store = CheckpointStore(run, keep=3)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.coordinator import Coordinator
+from actors.driver.coordinator import Coordinator
 from actors.errors import PushError
 from cluster.backend import RayBackend
 from configs.loader import load_config

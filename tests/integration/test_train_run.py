@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from actors.coordinator import Coordinator
+from actors.driver.coordinator import Coordinator
 from configs.loader import load_config
 from observe.schema import lookup
 

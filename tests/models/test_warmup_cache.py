@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from actors.setup_steps import run_warmup
+from actors.driver.setup_steps import run_warmup
 from cluster.backend import LocalBackend
 from configs.loader import load_config
 from models.warmup_cache import warmup_key

@@ -21,7 +21,7 @@ ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_
             # eval tables: a generic task's keys, the fund assistant's own, and the per-category family
             "eval_accuracy", "eval_reward_mean", "eval_average_score", "eval_tool_accuracy",
             "eval_reasoning_score", "eval_accuracy/x",
-            # agent runs: their rows and their eval keys (actors.agent_loop.EPISODE_EVAL_KEYS)
+            # agent runs: their rows and their eval keys (actors.worker.agent_loop.EPISODE_EVAL_KEYS)
             "episode_turns_mean", "tool_calls_per_episode", "tool_error_rate", "success_rate",
             "frac_truncated_episodes", "obs_token_frac", "eval_success_rate"]
 

@@ -317,7 +317,7 @@ def test_wandb_offline_run_and_its_resume(offline, tmp_path):
 
 
 def test_a_missing_package_is_named_with_its_install_line(monkeypatch):
-    from actors.preflight import _trackers
+    from actors.driver.preflight import _trackers
 
     monkeypatch.setitem(sys.modules, "mlflow", None)  # as if it were not installed
     (line,) = _trackers(_cfg("tracking.backends=[tensorboard, mlflow, wandb]"))

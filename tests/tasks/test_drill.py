@@ -66,7 +66,7 @@ def test_an_entity_is_named_only_as_a_request_writes_it():
 def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, monkeypatch):
     import pytest
 
-    from actors.workloads import workload_for
+    from actors.driver.workloads import workload_for
     from configs.loader import load_config
 
     cfg = load_config("tiny-cpu-agent")
@@ -78,8 +78,8 @@ def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, mon
 
 
 def test_drill_rows_are_rendered_as_an_episode_prompt_and_learned_whole(tiny_tokenizer):
-    from actors.agent_loop import first_prompt_ids
-    from actors.setup_steps import drill_examples
+    from actors.worker.agent_loop import first_prompt_ids
+    from actors.driver.setup_steps import drill_examples
 
     tok = tiny_tokenizer
     task = _task()
@@ -94,7 +94,7 @@ def test_entity_swaps_are_the_tasks_groups_as_single_tokens(tiny_tokenizer, tmp_
     import pytest
     from transformers import AutoTokenizer
 
-    from actors.workloads import workload_for
+    from actors.driver.workloads import workload_for
     from configs.loader import load_config
     from models.tiny import train_tokenizer
 
@@ -116,7 +116,7 @@ def test_entity_swaps_are_the_tasks_groups_as_single_tokens(tiny_tokenizer, tmp_
 
 
 def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer(tiny_tokenizer):
-    from actors.setup_steps import drill_examples
+    from actors.driver.setup_steps import drill_examples
 
     tok, task = tiny_tokenizer, _task()
     filler = "one two three four five six seven eight"
@@ -136,7 +136,7 @@ def test_a_drill_gap_puts_a_run_of_the_filler_between_the_request_and_the_answer
 
 
 def test_last_turns_keep_the_last_runs_of_the_mask():
-    from actors.setup_steps import last_turns
+    from actors.driver.setup_steps import last_turns
 
     assert last_turns([0, 1, 1, 0, 0, 1, 1, 1, 0]) == (5, 8)
     assert last_turns([1, 1, 0, 1]) == (3, 4) and last_turns([0, 0]) == (0, 0)
@@ -145,7 +145,7 @@ def test_last_turns_keep_the_last_runs_of_the_mask():
 
 
 def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(tiny_tokenizer):
-    from actors.setup_steps import answer_examples, trajectory_examples
+    from actors.driver.setup_steps import answer_examples, trajectory_examples
     from configs.loader import load_config
     from tasks.fund_assistant.episodes import stated as stated_by
     from tasks.fund_assistant.trajectories import _REFUSED
@@ -174,7 +174,7 @@ def test_answer_drill_rows_learn_only_the_final_answer_which_names_the_outcome(t
 
 
 def test_answer_drill_rows_of_two_turns_learn_the_last_call_and_the_answer_not_the_reply(tiny_tokenizer):
-    from actors.setup_steps import answer_examples, trajectory_examples
+    from actors.driver.setup_steps import answer_examples, trajectory_examples
     from configs.loader import load_config
 
     cfg = load_config("tiny-cpu-agent")

@@ -20,7 +20,7 @@ from typing import Any
 
 from actors.errors import PushError
 from actors.generation import Generation
-from actors.step_data import generation_from_state, generation_state
+from actors.driver.step_data import generation_from_state, generation_state
 
 
 @dataclass
@@ -60,7 +60,7 @@ class Pipeline:
                 raise PushError(f"worker {worker} generated with version {v}; the learner is at "
                                 f"{version} and train.max_staleness is {self.max_staleness}")
 
-    # What only a streamed pipeline does (actors.stream_pipeline); nothing here.
+    # What only a streamed pipeline does (actors.driver.pipelines.streamed); nothing here.
     def serve_until(self, refs: list) -> None:
         pass
 

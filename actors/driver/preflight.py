@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from actors.checkpoints import MARKER, CheckpointStore, step_of, trust_problems
+from actors.driver.checkpoints import MARKER, CheckpointStore, step_of, trust_problems
 from configs.root import Config
 
 # Files of a run that a fresh start replaces (a run that never reached a complete checkpoint).
@@ -73,7 +73,7 @@ def resume_plan(mode: str, run_dir: Path, root: Path, trusted: Sequence[str] = (
     only from where the user alone writes: resolved (links followed), it must lie under the run root
     `root` or one of the `trusted` folders (train.resume_trusted_dirs), be named `step_NNNNN` inside a
     run's `checkpoints` folder, and it, its files and its run folder must belong to the current user
-    and be writable by no one else (actors.checkpoints.trust_problems)."""
+    and be writable by no one else (actors.driver.checkpoints.trust_problems)."""
     exists = (run_dir / "config.json").exists()
     if mode == "never":
         if exists:
@@ -235,7 +235,7 @@ def _rows(cfg: Config, task, train: list[dict]) -> list[str]:
 
     problems = []
     if cfg.train.sampling == "adaptive":
-        from actors.data_stream import adaptive_values
+        from actors.driver.prompts import adaptive_values
 
         try:
             adaptive_values(train, cfg.train.adaptive_by)

@@ -1,4 +1,4 @@
-"""A worker's sample stream (actors/stream.py): due points, partial rollouts, per-token versions, order.
+"""A worker's sample stream (actors/worker/sample_stream.py): due points, partial rollouts, per-token versions, order.
 
 The engine here is scripted (a stand-in, named so: `ScriptedEngine`) so that sample lengths differ and
 samples are in flight across due points; the stream with the real vLLM engine runs in
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.stream import Streamer, StreamGroup
+from actors.worker.sample_stream import SampleStream, StreamGroup
 from configs.loader import load_config
 
 
@@ -51,7 +51,7 @@ def _drive(tokenizer, k: int, batches: int, feed_all_first: bool, groups: int = 
     not change anything). Returns ({(batch, index): samples}, the engine's request log)."""
     engine = ScriptedEngine()
     seeds: list[int] = []
-    s = Streamer(engine, tokenizer, n=n, max_tokens=12, max_in_flight=7, max_staleness=k,
+    s = SampleStream(engine, tokenizer, n=n, max_tokens=12, max_in_flight=7, max_staleness=k,
                  reseed=seeds.append)
     fed = 0
 
@@ -110,7 +110,7 @@ def test_the_stream_depends_on_counts_not_on_when_batches_arrive(tiny_tokenizer)
 
 
 def test_a_batch_is_fed_in_order(tiny_tokenizer):
-    s = Streamer(ScriptedEngine(), tiny_tokenizer, n=2, max_tokens=8, max_in_flight=4, max_staleness=1,
+    s = SampleStream(ScriptedEngine(), tiny_tokenizer, n=2, max_tokens=8, max_in_flight=4, max_staleness=1,
                  reseed=lambda v: None)
     s.feed(1, [])
     with pytest.raises(ValueError, match="fed batch 3 after batch 1"):
@@ -120,11 +120,11 @@ def test_a_batch_is_fed_in_order(tiny_tokenizer):
 def test_episodes_stream_turn_by_turn(tiny_tokenizer, fund_task):
     """Episodes: each finished turn goes to the environment and the next turn to the engine; the policy's
     tokens carry their versions, the observations are masked."""
-    from actors.stream import EpisodeSettings
+    from actors.worker.sample_stream import EpisodeSettings
 
     rows = fund_task.episode_rows()[0][:4]
     engine = ScriptedEngine()
-    s = Streamer(engine, tiny_tokenizer, n=2, max_tokens=12, max_in_flight=4, max_staleness=1,
+    s = SampleStream(engine, tiny_tokenizer, n=2, max_tokens=12, max_in_flight=4, max_staleness=1,
                  reseed=lambda v: None,
                  episodes=EpisodeSettings(lambda: fund_task.environment(3), max_context=900))
     s.feed(1, [StreamGroup(1, i, r) for i, r in enumerate(rows[:2])])

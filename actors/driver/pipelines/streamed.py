@@ -1,6 +1,6 @@
 """The coordinator's side of `train.pipeline: stream`: batches fed ahead, weights handed over at due points.
 
-Every worker runs its own sample stream (`actors.stream`): the coordinator feeds it the groups of each
+Every worker runs its own sample stream (`actors.worker.sample_stream`): the coordinator feeds it the groups of each
 batch (its share, in order), keeps one `stream_advance` call in flight per worker, and collects the
 groups each call finished. Batch b is drawn from the prompt stream right after step b - 1 - k's push
 (the first 1 + k at the start), so adaptive sampling sees what it would in any run of the same
@@ -27,8 +27,8 @@ from typing import Any
 
 from actors.errors import RoleFailure
 from actors.generation import Generation, split_evenly
-from actors.pipeline import Batch
-from actors.stream import StreamGroup, StreamReport
+from actors.driver.pipelines.base import Batch
+from actors.worker.sample_stream import StreamGroup, StreamReport
 from contracts.types import Sample
 
 POLL_S = 0.05
@@ -164,7 +164,7 @@ class StreamPipeline:
     def state_dict(self) -> dict:
         """What a checkpoint after the last step taken holds of the stream: the rows drawn ahead, and at a
         checkpoint's step (`train.checkpoint_every`) the groups each worker had finished when it reached
-        its cut (its due point of that step's policy, where nothing is in flight: `actors.stream`) with
+        its cut (its due point of that step's policy, where nothing is in flight: `actors.worker.sample_stream`) with
         their occupancy counts. A resumed run feeds each worker the groups it had not finished and goes
         on exactly as the straight run did. Any other time (a stop between checkpoints) the rows only:
         their samples are drawn again from the checkpoint's policy."""

@@ -5,14 +5,14 @@ sampled by the RolloutWorkers) → the workload scores it (the reward pool; the 
 score) → `algo.step.algo_step` (zero-std statistics, NGRPO switch, advantages, token weights) →
 Learner.train_step → push the LoRA weights to every worker (one object reference, verified by
 fingerprint and probe) → record the metrics row. What differs between completions and episodes is the
-workload's (`actors.workloads`); where the batch comes from, synchronous or one-step-off, the
-pipeline's (`actors.pipeline`).
+workload's (`actors.driver.workloads`); where the batch comes from, synchronous or one-step-off, the
+pipeline's (`actors.driver.pipelines.base`).
 
-A run checkpoints at its start and every `train.checkpoint_every` steps (`actors.checkpoints`), and can
+A run checkpoints at its start and every `train.checkpoint_every` steps (`actors.driver.checkpoints`), and can
 go back to its newest checkpoint: on resume (a new process), or when the learner group fails (it is
 rebuilt, and the coordinator rolls back its own state with it). Runs are deterministic, so the steps
-done again give the rows they gave the first time (that part is `actors.run_state.RunState`). The
-roles are started through `actors.roles.Roles`, as Ray actors in a run or in this process for unit
+done again give the rows they gave the first time (that part is `actors.driver.run_state.RunState`). The
+roles are started through `actors.driver.roles.Roles`, as Ray actors in a run or in this process for unit
 tests (`roles` swaps a role's class).
 """
 
@@ -26,21 +26,21 @@ from typing import Any
 
 import torch
 
-from actors.checkpoints import CheckpointStore
-from actors.data_stream import PromptStream
+from actors.driver.checkpoints import CheckpointStore
+from actors.driver.prompts import PromptOrder
 from actors.errors import RoleFailure, root_cause
 from actors.generation import Generation
-from actors.pipeline import Pipeline
-from actors.restarts import RestartBudget
-from actors.reward_pool import RewardActor
-from actors.roles import Roles
-from actors.rollout_worker import RolloutWorker
-from actors.run_state import RunState
-from actors.setup_steps import difficulty_keep, run_warmup
-from actors.stalls import Stalls
-from actors.step_data import judge_matrix, rollout_stats, train_batch
-from actors.stream_pipeline import StreamPipeline
-from actors.workloads import workload_for
+from actors.driver.pipelines.base import Pipeline
+from actors.driver.restarts import RestartBudget
+from actors.reward.pool import RewardActor
+from actors.driver.roles import Roles
+from actors.worker.rollout_worker import RolloutWorker
+from actors.driver.run_state import RunState
+from actors.driver.setup_steps import difficulty_keep, run_warmup
+from actors.driver.stalls import Stalls
+from actors.driver.step_data import judge_matrix, rollout_stats, train_batch
+from actors.driver.pipelines.streamed import StreamPipeline
+from actors.driver.workloads import workload_for
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
@@ -131,7 +131,7 @@ class Coordinator(RunState):
         self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.work.judge))
         self.run.event("placement", **self.info["placement"])
         self.roles.set_probe(*self.work.probe(self.tokenizer, self.eval_rows or self.train_rows))
-        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed,
+        self.stream = PromptOrder(self.train_rows, self.cfg.train, self.cfg.train.seed,
                                    self.task.group_column)
         if resume:
             self._restore(Path(resume), "resume")
@@ -168,7 +168,7 @@ class Coordinator(RunState):
     def _keep_rows(self, keep: list[int]) -> None:
         self.kept_rows = list(keep)
         self.train_rows = [self.train_rows[i] for i in keep]
-        self.stream = PromptStream(self.train_rows, self.cfg.train, self.cfg.train.seed,
+        self.stream = PromptOrder(self.train_rows, self.cfg.train, self.cfg.train.seed,
                                    self.task.group_column)
 
     # ---- one RL step ------------------------------------------------------------------------------

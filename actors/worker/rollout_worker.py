@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
-from actors.agent_loop import run_episodes
+from actors.worker.agent_loop import run_episodes
 from actors.errors import PushError
-from actors.offsets import token_char_offsets
+from actors.worker.offsets import token_char_offsets
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from configs.task import TaskConfig
@@ -64,7 +64,7 @@ class RolloutWorker:
         from transformers import AutoTokenizer
         from vllm import LLM
 
-        from actors import cpu_binding, vllm_lean, vllm_tap
+        from actors.worker import cpu_binding, vllm_lean, vllm_tap
 
         vllm_lean.install()
         self.cfg, self.lora_cfg, self.worker_index = cfg, lora_cfg, worker_index
@@ -139,7 +139,7 @@ class RolloutWorker:
                       seed: int | None = None, max_context: int | None = None,
                       offsets: bool = False) -> Rollout:
         """n multi-turn episodes per row against the task's environment (groups as `generate`'s), all in
-        flight together (`actors.agent_loop`): each turn is one batched engine call over the live
+        flight together (`actors.worker.agent_loop`): each turn is one batched engine call over the live
         episodes, at most `max_tokens` per turn; an episode is truncated when it fills `max_context`
         tokens. With `offsets`, each token's character span in the episode's text too (DART)."""
         params = self._sampling(1, temperature, max_tokens, seed)
@@ -158,10 +158,10 @@ class RolloutWorker:
     def stream_start(self, *, n: int, max_in_flight: int, max_staleness: int, seed: int, step: int = 0,
                      offsets: bool = False, task: TaskConfig | None = None, max_turns: int | None = None,
                      max_context: int | None = None, drain_every: int = 0) -> None:
-        """Start this worker's sample stream (`actors.stream`) at the policy of `step`, which it serves:
+        """Start this worker's sample stream (`actors.worker.sample_stream`) at the policy of `step`, which it serves:
         completions of the prompts it is fed, or with `task` episodes of the rows it is fed."""
-        from actors.engine_stepper import EngineStepper
-        from actors.stream import EpisodeSettings, Streamer
+        from actors.worker.engine_stepper import EngineStepper
+        from actors.worker.sample_stream import EpisodeSettings, SampleStream
 
         stepper = EngineStepper(self.llm, lambda m: self._sampling(1, None, m, None),
                                 lambda: self._lora_request, self._tap)
@@ -171,7 +171,7 @@ class RolloutWorker:
             episodes = EpisodeSettings(lambda: env_task.environment(max_turns),
                                        self._context(max_context, None))
         base = seed * 100_003 + self.worker_index
-        self.stream = Streamer(stepper, self.tokenizer, n=n, max_tokens=self.cfg.max_tokens,
+        self.stream = SampleStream(stepper, self.tokenizer, n=n, max_tokens=self.cfg.max_tokens,
                                max_in_flight=max_in_flight, max_staleness=max_staleness,
                                reseed=lambda version: self._reseed(base + 7919 * (version + 1)),
                                episodes=episodes, offsets=offsets, step=step, version=self.version,
@@ -199,7 +199,7 @@ class RolloutWorker:
     def engine_counts(self) -> tuple[int, int] | None:
         """(engine steps, running sequences summed over them) so far, read from the tap (None without
         it): a benchmark's measure of how full the engine's batch was, whatever the pipeline."""
-        from actors import vllm_tap
+        from actors.worker import vllm_tap
 
         return vllm_tap.counts() if self._tap else None
 
@@ -215,7 +215,7 @@ class RolloutWorker:
         """vLLM's outputs for token-id prompts, and per output and sample the sampled tokens' logprobs."""
         from vllm.inputs import TokensPrompt
 
-        from actors import vllm_tap
+        from actors.worker import vllm_tap
 
         prompts = [TokensPrompt(prompt_token_ids=ids) for ids in prompt_ids]
         if not self._tap:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from actors.offsets import token_char_offsets
+from actors.worker.offsets import token_char_offsets
 from contracts.types import Episode, Sample
 from tasks.env import OBSERVATION_ROLE, Environment
 

@@ -8,7 +8,7 @@ endless sequence of shuffled epochs. Deterministic for a seed.
 
 >>> from configs.train import TrainConfig
 >>> rows = [{"category": c} for c in "aab"]
->>> stream = PromptStream(rows, TrainConfig(prompts_per_step=4, sampling="balanced"), seed=0)
+>>> stream = PromptOrder(rows, TrainConfig(prompts_per_step=4, sampling="balanced"), seed=0)
 >>> sorted(r["category"] for r in stream.next_rows())
 ['a', 'a', 'b', 'b']
 """
@@ -40,7 +40,7 @@ def adaptive_values(rows: list[dict], column: str) -> list[str]:
     return values
 
 
-class PromptStream:
+class PromptOrder:
     def __init__(self, rows: list[dict], cfg: TrainConfig, seed: int, group_column: str = "category") -> None:
         if not rows:
             raise ValueError("no training rows to sample prompts from")

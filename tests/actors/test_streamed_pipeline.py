@@ -1,4 +1,4 @@
-"""The coordinator's side of a stream (actors/stream_pipeline.py) driven step by step as the coordinator
+"""The coordinator's side of a stream (actors/driver/pipelines/streamed.py) driven step by step as the coordinator
 drives it, with in-process workers whose engine is scripted (`ScriptedEngine`, a stand-in named so).
 
 What it checks is the bookkeeping that the real runs exercise only by chance of timing: a rollback or a
@@ -14,11 +14,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from actors.rollout_worker import RolloutWorker
-from actors.stream import Streamer
-from actors.stream_pipeline import StreamPipeline
+from actors.worker.rollout_worker import RolloutWorker
+from actors.worker.sample_stream import SampleStream
+from actors.driver.pipelines.streamed import StreamPipeline
 from cluster.backend import LocalBackend, LocalRef
-from tests.actors.test_stream import ScriptedEngine
+from tests.actors.test_sample_stream import ScriptedEngine
 
 K, STEPS, EVERY, GROUPS = 2, 6, 2, 3
 
@@ -34,7 +34,7 @@ class ScriptedWorker:
     def stream_start(self, *, n: int, max_in_flight: int, max_staleness: int, step: int, drain_every: int,
                      ) -> None:
         engine = ScriptedEngine()
-        self.stream = Streamer(engine, self.tokenizer, n=n, max_tokens=12, max_in_flight=max_in_flight,
+        self.stream = SampleStream(engine, self.tokenizer, n=n, max_tokens=12, max_in_flight=max_in_flight,
                                max_staleness=max_staleness, reseed=lambda v: setattr(engine, "adds", 100 * v),
                                step=step, version=self.version, drain_every=drain_every)
 

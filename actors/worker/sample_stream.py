@@ -28,7 +28,7 @@ most k versions behind the learner that trains on it.
 
 The engine is anything with `add(key, ids, max_tokens)`, `step()` (the requests that finished:
 key, sampled ids, their logprobs, finish reason), `clear()` (abort all; what each had sampled so
-far) and `running()`: the rollout worker's vLLM engine (`actors.engine_stepper.EngineStepper`), or a
+far) and `running()`: the rollout worker's vLLM engine (`actors.worker.engine_stepper.EngineStepper`), or a
 scripted one in tests.
 """
 
@@ -39,8 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from actors.agent_loop import LiveEpisode, Wrapper
-from actors.offsets import token_char_offsets
+from actors.worker.agent_loop import LiveEpisode, Wrapper
+from actors.worker.offsets import token_char_offsets
 from contracts.types import Sample
 from tasks.env import Environment
 
@@ -101,7 +101,7 @@ class _Flight:
         return (self.live.sequence() if self.live is not None else self.prompt) + self.turn_ids
 
 
-class Streamer:
+class SampleStream:
     """The stream of one worker (see the module docstring)."""
 
     def __init__(self, stepper: Stepper, tokenizer: Any, *, n: int, max_tokens: int, max_in_flight: int,

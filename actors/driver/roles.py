@@ -20,7 +20,7 @@ from typing import Any
 
 from actors.errors import PushError, RoleFailure, lost_process
 from actors.generation import Generation, split_evenly
-from actors.reward_pool import RewardPool
+from actors.reward.pool import RewardPool
 from cluster.actor_group import RETRY_S, ActorGroup
 from cluster.backend import Backend
 from configs.root import Config

@@ -1,6 +1,6 @@
 """Steps of a run's set-up: the SFT warm-up (a task on the cluster), its examples for agent episodes,
 the difficulty filter and the probe every push is checked with. Functions of the config, the task and
-the tokenizer; the coordinator (through its workload, `actors.workloads`) calls them."""
+the tokenizer; the coordinator (through its workload, `actors.driver.workloads`) calls them."""
 
 from __future__ import annotations
 
@@ -51,7 +51,7 @@ def run_warmup(cfg: Config, backend: Backend, examples: list[tuple], groups: lis
 
 def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict]) -> list[tuple]:
     """(prompt ids, completion ids, loss mask) of each row's scripted trajectory (`Task.episode_script`)."""
-    from actors.agent_loop import scripted_samples
+    from actors.worker.agent_loop import scripted_samples
 
     samples = scripted_samples(rows, lambda: task.environment(cfg.env.max_turns), tokenizer,
                                [task.episode_script(r) for r in rows], cfg.env.max_context)
@@ -89,7 +89,7 @@ def drill_examples(task: Task, tokenizer: Any, n: int, filler: str = "", gap_wor
     rendered as an episode's first prompt is, the whole target (ending with end-of-turn) learned. With
     `gap_words`, each request is followed by a random run of up to that many words of `filler` (drawn
     per row from a stream of `seed`), so that the answer starts at varying distances from the request."""
-    from actors.agent_loop import first_prompt_ids
+    from actors.worker.agent_loop import first_prompt_ids
 
     words, rng = filler.split(), random.Random(f"{seed}/drill-gap")
     out = []

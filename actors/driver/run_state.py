@@ -2,7 +2,7 @@
 restoring checkpoints, counting failed roles against the restart budget, and stopping with a message
 that names the checkpoint to resume from.
 
-A mixin of `actors.coordinator.Coordinator`, which owns the step loop; this part knows the fields the
+A mixin of `actors.driver.coordinator.Coordinator`, which owns the step loop; this part knows the fields the
 loop keeps (step, policy version, prompt stream, NGRPO switch, eval tables, the pipeline's next batch)
 and the roles, store and run log it was built with, not how a step is made.
 """

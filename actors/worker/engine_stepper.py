@@ -1,9 +1,9 @@
-"""The rollout worker's vLLM engine one step at a time, for the sample stream (`actors.stream`).
+"""The rollout worker's vLLM engine one step at a time, for the sample stream (`actors.worker.sample_stream`).
 
 `LLM.generate` adds a batch of requests and steps the engine until all of them finish; the stream adds
 requests between steps instead (a finished sample's slot is refilled at once) and takes each finished
 request as it comes. The sampled tokens' logprobs come from the tap inside the engine where it runs
-(`actors.vllm_tap`: the CPU engine here), recorded step by step and checked against the tokens vLLM
+(`actors.worker.vllm_tap`: the CPU engine here), recorded step by step and checked against the tokens vLLM
 returns; elsewhere vLLM is asked for them.
 """
 
@@ -36,7 +36,7 @@ class EngineStepper:
 
     def step(self) -> list[tuple[str, list[int], list[float], str]]:
         """One engine step; the requests it finished: (key, sampled ids, their logprobs, finish reason)."""
-        from actors import vllm_tap
+        from actors.worker import vllm_tap
 
         if not self.tap:
             done = []

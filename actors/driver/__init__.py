@@ -1,0 +1,5 @@
+"""The driver's side: the coordinator's step loop and what it owns (pipelines, workloads, checkpoints, the roles it calls).
+
+Runs in the coordinator's process. It may use the worker's and the reward side's types, never the other
+way round: a rollout worker or reward actor knows nothing of the loop that calls it.
+"""

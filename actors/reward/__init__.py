@@ -1,0 +1,1 @@
+"""The reward side: reward actors, and the pool that spreads a batch's scoring over them."""
