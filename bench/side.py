@@ -83,19 +83,14 @@ class RL:
         connect(cfg.cluster)
         self.coord = Coordinator(cfg, tempfile.mkdtemp(prefix="ngrpo-bench-rl-"))
         self.coord.setup()
-        self.stream = cfg.train.pipeline == "stream"
         self.samples = cfg.train.prompts_per_step * cfg.rollout.n  # completions or episodes a step
-        workers = cfg.rollout.num_workers
-        # the sequences a worker can have in flight: the stream's bound, or its share of the step's batch
-        self.capacity = (cfg.rollout.max_in_flight if self.stream
-                         else cfg.train.prompts_per_step * cfg.rollout.n / workers)
+        self.capacity = self.coord.pipeline.slots()  # the stream's bound, or a share of the step's batch
 
     def settle(self) -> float:
         """After a run of units: a streamed worker samples on after its step, so the driver waits for its
         calls in flight (seconds returned, counted in the last unit) before another side is measured."""
-        t, pipe = time.perf_counter(), self.coord.pipeline
-        while self.stream and pipe.calls and pipe.roles.backend.wait(list(pipe.calls.values()), 1.0)[1]:
-            pass
+        t = time.perf_counter()
+        self.coord.pipeline.settle()
         return time.perf_counter() - t
 
     def _counts(self) -> list[tuple[int, int]]:

@@ -1,12 +1,12 @@
 """Coordinator: owns the step loop, the prompt stream, the NGRPO switch, metrics and checkpoints.
 
-One step, the same for single-turn completions and agent episodes: the pipeline's batch (drawn rows,
-sampled by the RolloutWorkers) → the workload scores it (the reward pool; the environment's trajectory
-score) → `algo.step.algo_step` (zero-std statistics, NGRPO switch, advantages, token weights) →
-Learner.train_step → push the LoRA weights to every worker (one object reference, verified by
-fingerprint and probe) → record the metrics row. What differs between completions and episodes is the
-workload's (`actors.driver.workloads`); where the batch comes from, synchronous or one-step-off, the
-pipeline's (`actors.driver.pipelines.base`).
+One step, the same for single-turn completions and agent episodes and for every pipeline: the
+pipeline's next batch (drawn rows, sampled by the RolloutWorkers) → the workload scores it (the reward
+pool; the environment's trajectory score) → `algo.step.algo_step` (zero-std statistics, NGRPO switch,
+advantages, token weights) → the pipeline delivers (the learner's update, and the new LoRA weights
+pushed to every worker or handed over at due points, verified by fingerprint and probe) → record the
+metrics row. What differs between completions and episodes is the workload's
+(`actors.driver.workloads`); how batches and weights flow, the pipeline's (`actors.driver.pipelines`).
 
 A run checkpoints at its start and every `train.checkpoint_every` steps (`actors.driver.checkpoints`), and can
 go back to its newest checkpoint: on resume (a new process), or when the learner group fails (it is
@@ -20,27 +20,25 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from actors.driver.checkpoints import CheckpointStore
+from actors.driver.pipelines import Batch, Sampler, make_pipeline
 from actors.driver.prompts import PromptOrder
-from actors.errors import RoleFailure, root_cause
-from actors.generation import Generation
-from actors.driver.pipelines.base import Pipeline
 from actors.driver.restarts import RestartBudget
-from actors.reward.pool import RewardActor
 from actors.driver.roles import Roles
-from actors.worker.rollout_worker import RolloutWorker
 from actors.driver.run_state import RunState
 from actors.driver.setup_steps import difficulty_keep, run_warmup
 from actors.driver.stalls import Stalls
 from actors.driver.step_data import judge_matrix, rollout_stats, train_batch
-from actors.driver.pipelines.streamed import StreamPipeline
 from actors.driver.workloads import workload_for
+from actors.errors import RoleFailure, root_cause
+from actors.generation import Generation
+from actors.reward.pool import RewardActor
+from actors.worker.rollout_worker import RolloutWorker
 from algo.ngrpo_switch import NGRPOSwitch
 from algo.stats import accuracy_by, breakdown_means
 from algo.step import StepResult, algo_step
@@ -86,26 +84,15 @@ class Coordinator(RunState):
         self.ray_metrics = RayMetrics(Path(run_dir).name) if self.backend.name == "ray" else None
         self.roles = Roles(cfg, self.backend, self.classes, role_env(cfg.cluster.env_vars),
                            f"{Path(run_dir).name}/", self.recovering)
-        self.pipeline = self._pipeline()
+        self.sampler = Sampler(cfg, self.work, self.roles)  # its tokenizer and prompt order: in setup
+        self.pipeline = make_pipeline(cfg, self.sampler)
+        self._before_step: dict | None = None  # the state before the latest step (a final checkpoint's)
+        self._updates_before: int | None = None  # in a step: the learner's updates when it began
 
-    def _pipeline(self) -> Pipeline | StreamPipeline:
-        c = self.cfg
-        draw = lambda: self.stream.next_rows()  # noqa: E731 - the prompt stream is built in setup
-        if c.train.pipeline != "stream":
-            return Pipeline(c.train.max_staleness, c.train.steps, draw, self._launch,
-                            lambda pending: self.roles.finish(pending))
-        return StreamPipeline(self.roles, c.train.max_staleness, c.rollout.max_in_flight, c.train.steps, draw,
-                              lambda rows: self.work.items(self.tokenizer, rows), self._stream_args,
-                              lambda: (self.version, self.roles.update_ref), c.rollout.call_timeout_s,
-                              c.train.checkpoint_every)
-
-    def _stream_args(self) -> dict[str, Any]:
-        """What each worker's sample stream is started with (`RolloutWorker.stream_start`)."""
-        c = self.cfg
-        return {"n": c.rollout.n, "max_in_flight": c.rollout.max_in_flight,
-                "max_staleness": c.train.max_staleness, "seed": c.train.seed,
-                "drain_every": c.train.checkpoint_every,
-                "offsets": c.algorithm.loss.dart, **self.work.sampling()}
+    @property
+    def prompts(self) -> PromptOrder:
+        """The order in which training rows are drawn (the sampler's)."""
+        return self.sampler.prompts
 
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
         return f"Coordinator({self.run.dir.name})"
@@ -121,7 +108,7 @@ class Coordinator(RunState):
         self.train_rows, self.eval_rows = self.work.rows()
         paths = resolve_model(self.cfg.model, *self.task.tokenizer_text(episodes=self.work.episodes))
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)
-        self.tokenizer = load_tokenizer(self.tokenizer_dir)
+        self.tokenizer = self.sampler.tokenizer = load_tokenizer(self.tokenizer_dir)
         if self.cfg.train.warmup.enabled:
             warm = self.run.dir / "warmup_model"
             if resume and (warm / "config.json").exists():
@@ -131,8 +118,8 @@ class Coordinator(RunState):
         self.info.update(self.roles.start(self.base_model_dir, self.tokenizer_dir, self.work.judge))
         self.run.event("placement", **self.info["placement"])
         self.roles.set_probe(*self.work.probe(self.tokenizer, self.eval_rows or self.train_rows))
-        self.stream = PromptOrder(self.train_rows, self.cfg.train, self.cfg.train.seed,
-                                   self.task.group_column)
+        self.sampler.prompts = PromptOrder(self.train_rows, self.cfg.train, self.cfg.train.seed,
+                                           self.task.group_column)
         if resume:
             self._restore(Path(resume), "resume")
         else:
@@ -168,58 +155,43 @@ class Coordinator(RunState):
     def _keep_rows(self, keep: list[int]) -> None:
         self.kept_rows = list(keep)
         self.train_rows = [self.train_rows[i] for i in keep]
-        self.stream = PromptOrder(self.train_rows, self.cfg.train, self.cfg.train.seed,
-                                   self.task.group_column)
+        self.sampler.prompts = PromptOrder(self.train_rows, self.cfg.train, self.cfg.train.seed,
+                                           self.task.group_column)
 
     # ---- one RL step ------------------------------------------------------------------------------
     def train_step(self) -> dict[str, Any] | None:
-        """draw → generate → score → algo step → learn → push → record; returns the metrics row, or None
-        when the learner group failed and the run went back to its newest checkpoint."""
+        """One step; returns the metrics row, or None when a role failed and the run went back to its
+        newest checkpoint (the pipeline started again what the failure broke)."""
         try:
             try:
                 return self._step()
             except RoleFailure as failure:
-                if failure.role == "rollout" and self.cfg.train.pipeline == "stream":
-                    with self.recovering(failure):  # a stream's worker: replaced, the run goes back to its
-                        self.roles.start_again(failure.index)  # checkpoint (a cut of every stream)
-                        self._restore(self.store.latest(), "rollback")
-                    return None
-                # a worker is replaced inside the step: this is the learner's, or
-                with self.recovering(failure, moved="learner"):  # a replacement's that did not start
-                    self.roles.rebuild_learners()
+                with self.recovering(failure) as where:
+                    where["moved"] = self.pipeline.recover(failure)
                     self._restore(self.store.latest(), "rollback")
                 return None
+            finally:
+                self._updates_before = None
         except PlacementTimeout as e:  # a lost node's roles found no room in time
             raise self._stop(str(e)) from None
 
     def _step(self) -> dict[str, Any]:
-        times, t0 = {}, time.perf_counter()
-        self._before_step, self._learned = self.state_dict(), False  # what a final checkpoint can hold
-        self.step += 1
-        batch = self.pipeline.take(self.step)  # sampled now, or during the previous update (one-step-off)
-        times["generate"] = batch.seconds
-        trained_at = self.version  # the learner's version before this step's update
-        stale = self.pipeline.check(batch.gen, trained_at)  # stream: samples too old to train on
-        with timed(times, "reward"):
-            scored = self._score(batch.rows, batch.gen)
-        correct = judge_matrix(scored, len(batch.rows), self.work.correct_key)
-        stats = self._batch_stats(batch.rows, batch.gen, scored, correct)
-        out = self._algo(batch.gen, scored, stale)
-        self.pipeline.start_next(self.step)  # one-step-off: the next batch is sampled during the update
-        with timed(times, "learn"):  # nothing to learn when every reward of the step failed
-            learn = (self.roles.learn(train_batch(batch.gen, out, self.version), self.pipeline.serve_until)
-                     if out.valid_samples else None)
-            self._learned = True
-        self.pipeline.land()  # the next batch is complete before any push: pushes land between batches
-        with timed(times, "sync"):
-            sync = self._push(learn)
-        self.pipeline.publish(self.step, self.version, self.roles.update_ref)  # stream: at the due points
-        times["step"] = time.perf_counter() - t0
-        row = {"step": self.step, **sync, "reward_failures": scored.failures, **out.metrics, **stats,
-               **(learn or {}), **self.pipeline.metrics(self.step, batch.gen, trained_at, sum(stale or [])),
+        self._before_step, self._updates_before = self.state_dict(), self.roles.updates
+        self.step, t0 = self.step + 1, time.perf_counter()
+        batch = self.pipeline.next_batch(self.step, self.version)
+        scored, reward_s = _timed(self._score, batch.rows, batch.gen)
+        stats, out = self._batch_stats(batch, scored), self._algo(batch, scored)
+        done = self.pipeline.deliver(self.step, train_batch(batch.gen, out, self.version)
+                                     if out.valid_samples else None)  # none when every reward failed
+        self._count_skips(done.learn)
+        self.version = self.version if done.version is None else done.version
+        times = {"generate": batch.seconds, "reward": reward_s, **done.times,
+                 "step": time.perf_counter() - t0}
+        row = {"step": self.step, "policy_version": self.version, **done.row,
+               "reward_failures": scored.failures, **out.metrics, **stats, **(done.learn or {}),
                **{f"time/{k}": v for k, v in times.items()}}
         self._record(row)
-        self._watch(scored, out, learn)  # after the row: a stopped run's last row says what happened
+        self._watch(scored, out, done.learn)  # after the row: a stopped run's last row says what happened
         return row
 
     def _watch(self, scored: ScoreResult, out: StepResult, learn: dict | None) -> None:
@@ -233,20 +205,9 @@ class Coordinator(RunState):
         if problem := self.stalls.problem(t.max_failed_steps, t.max_idle_steps, first):
             raise self._stop(problem)
 
-    def _launch(self, rows: list[dict], step: int):
-        """Start sampling step `step`'s batch; its sampling seed is a function of the step."""
-        c = self.cfg
-        return self.roles.launch(self.work.items(self.tokenizer, rows), self.work.method,
-                                 **self.work.sampling(), seed=c.train.seed * 100_003 + step,
-                                 offsets=c.algorithm.loss.dart)
-
-    def _sample(self, items: list, **sampling: Any) -> Generation:
-        """Samples of `items` outside the step (eval, difficulty filter), split over the workers."""
-        return self.roles.sample(items, self.work.method, **self.work.sampling(), **sampling)
-
     def _judged(self, rows: list[dict], n: int) -> list[list[float]]:
         """The judge's verdict on each of n samples per row under the served policy."""
-        scored = self._score(rows, self._sample(self.work.items(self.tokenizer, rows), n=n))
+        scored = self._score(rows, self.sampler.sample(self.sampler.items(rows), n=n))
         return judge_matrix(scored, len(rows), self.work.correct_key)
 
     def _score(self, rows: list[dict], gen: Generation) -> ScoreResult:
@@ -258,19 +219,21 @@ class Coordinator(RunState):
                         len(scored.failure_log), scored.failure_log[0][:300])
         return scored
 
-    def _batch_stats(self, rows: list[dict], gen: Generation, scored: ScoreResult,
-                     correct) -> dict[str, float]:
+    def _batch_stats(self, batch: Batch, scored: ScoreResult) -> dict[str, float]:
+        rows, gen = batch.rows, batch.gen
+        correct = judge_matrix(scored, len(rows), self.work.correct_key)
         stats = rollout_stats([r[self.task.group_column] for r in rows], gen, scored, correct, self.version)
-        if self.stream.accuracy is not None:  # adaptive sampling follows the accuracy per row kind
+        if self.prompts.accuracy is not None:  # adaptive sampling follows the accuracy per row kind
             by_value = accuracy_by([r[self.cfg.train.adaptive_by] for r in rows], correct)
-            stats.update({f"sampling_weight/{k}": v for k, v in self.stream.observe(by_value).items()})
+            stats.update({f"sampling_weight/{k}": v for k, v in self.prompts.observe(by_value).items()})
         stats.update(breakdown_means(scored.breakdowns))
         stats.update(self.work.stats(gen.samples))
         return stats
 
-    def _algo(self, gen: Generation, scored: ScoreResult, stale: list[bool] | None = None) -> StepResult:
-        """`algo_step` on the (G, n) reward matrix (failed rewards and `stale` samples not trained on); a
+    def _algo(self, batch: Batch, scored: ScoreResult) -> StepResult:
+        """`algo_step` on the (G, n) reward matrix (failed rewards and stale samples not trained on); a
         switch of NGRPO is an event (and a Ray metric)."""
+        gen, stale = batch.gen, batch.stale
         samples = gen.samples
         rewards = torch.tensor(scored.rewards, dtype=torch.float64).view(len(gen.groups), -1)  # (G, n)
         valid = None
@@ -291,28 +254,19 @@ class Coordinator(RunState):
                      "ON" if ev.active else "OFF", ev.window_value)
         return out
 
-    def _push(self, learn: dict | None) -> dict[str, Any]:
-        """The new policy on every worker; after a skipped update (or none) nothing is pushed (the
-        workers keep the last good policy), and several skipped in a row stop the run."""
+    def _count_skips(self, learn: dict | None) -> None:
+        """An update skipped for a non-finite loss or gradient leaves the workers on the last good policy
+        (the pipeline pushed nothing); several in a row stop the run."""
         if learn is None:
-            return {"policy_version": self.version}
-        if learn["update_skipped"]:
-            self.skipped_in_a_row += 1
-            self.run.event("update_skipped", step=self.step, in_a_row=self.skipped_in_a_row)
-            if self.skipped_in_a_row >= self.cfg.train.max_skipped_updates:
-                raise self._stop(f"{self.skipped_in_a_row} updates in a row "
-                                 "had a non-finite loss or gradient norm")
-            return {"policy_version": self.version}
-        self.skipped_in_a_row = 0
-        if self.cfg.train.pipeline == "stream":  # each worker loads it at its due point (the pipeline)
-            update = self.roles.export()
-            self.version = update.version
-            return {"policy_version": self.version, "weights_fingerprint": update.fingerprint,
-                    "push_bytes": update.nbytes}
-        served = self.roles.push()
-        self.version = served.version
-        return {"policy_version": self.version, "weights_fingerprint": served.fingerprint,
-                "push_bytes": served.nbytes, "probe_gap_max": served.probe_gap or 0.0}
+            return
+        if not learn["update_skipped"]:
+            self.skipped_in_a_row = 0
+            return
+        self.skipped_in_a_row += 1
+        self.run.event("update_skipped", step=self.step, in_a_row=self.skipped_in_a_row)
+        if self.skipped_in_a_row >= self.cfg.train.max_skipped_updates:
+            raise self._stop(f"{self.skipped_in_a_row} updates in a row had a non-finite loss or "
+                             "gradient norm")
 
     def _record(self, row: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -344,7 +298,8 @@ class Coordinator(RunState):
         return table
 
     def _eval_table(self, tag: str, rows: list[dict]) -> dict:
-        return self.work.eval_table(self._sample, self.tokenizer, rows, self.cfg.rollout.eval_temperature,
+        return self.work.eval_table(self.sampler.sample, self.tokenizer, rows,
+                                    self.cfg.rollout.eval_temperature,
                                     tag, self.run.write_text)
 
     def finish(self) -> dict:
@@ -369,8 +324,7 @@ class Coordinator(RunState):
         self.run.close()
 
 
-@contextmanager
-def timed(times: dict[str, float], phase: str):
+def _timed(fn: Any, *args: Any) -> tuple[Any, float]:
+    """`fn(*args)` and the seconds it took."""
     t = time.perf_counter()
-    yield
-    times[phase] = time.perf_counter() - t
+    return fn(*args), time.perf_counter() - t

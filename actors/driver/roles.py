@@ -47,6 +47,7 @@ class Roles:
         self.cfg, self.backend, self.classes = cfg, backend, classes
         self.env_vars, self.name_prefix, self.recovering = env_vars, name_prefix, recovering
         self.update_ref: Any = None  # the policy every worker serves (None: the base model)
+        self.updates = 0  # learner updates answered (a failure before one leaves the learner as it was)
         self.probe: tuple[list[int], list[int]] | None = None
 
     # ---- start ------------------------------------------------------------------------------------
@@ -158,7 +159,9 @@ class Roles:
         refs = [self.backend.call(a, "train_step", self.backend.put(batch)) for a in self.learners.actors]
         if meanwhile is not None:
             meanwhile(refs)
-        return merge_ranks(self._wait(self.learners, refs, "learner", self.cfg.learner.call_timeout_s))
+        answers = self._wait(self.learners, refs, "learner", self.cfg.learner.call_timeout_s)
+        self.updates += 1
+        return merge_ranks(answers)
 
     def sample(self, items: list, method: str = "generate", **sampling: Any) -> Generation:
         """n samples per item, split over the workers in order (`launch`, then `finish`)."""

@@ -3,7 +3,7 @@ restoring checkpoints, counting failed roles against the restart budget, and sto
 that names the checkpoint to resume from.
 
 A mixin of `actors.driver.coordinator.Coordinator`, which owns the step loop; this part knows the fields the
-loop keeps (step, policy version, prompt stream, NGRPO switch, eval tables, the pipeline's next batch)
+loop keeps (step, policy version, prompt order, NGRPO switch, eval tables, the pipeline's state)
 and the roles, store and run log it was built with, not how a step is made.
 """
 
@@ -25,10 +25,10 @@ class RunState:
     def state_dict(self) -> dict:
         """The coordinator's part of a checkpoint: what decides the rest of the run, and the metrics
         position (the step: rows after it are written again on resume)."""
-        return {"step": self.step, "policy_version": self.version, "stream": self.stream.state_dict(),
+        return {"step": self.step, "policy_version": self.version, "prompts": self.prompts.state_dict(),
                 "ngrpo_switch": self.switch.state_dict(), "eval_tables": dict(self.eval_tables),
                 "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row,
-                "stalls": self.stalls.state_dict(), "next": self.pipeline.state_dict()}
+                "stalls": self.stalls.state_dict(), "pipeline": self.pipeline.state_dict()}
 
     def checkpoint(self, state: dict | None = None) -> Path:
         """An atomic, complete checkpoint of the state after the current step (or of `state`, with the
@@ -58,11 +58,11 @@ class RunState:
         if state["kept_rows"] is not None and self.kept_rows is None:
             self._keep_rows(state["kept_rows"])
         self.step, self.version = state["step"], state["policy_version"]
-        self.stream.load_state_dict(state["stream"])
+        self.prompts.load_state_dict(state["prompts"] if "prompts" in state else state["stream"])  # (older)
         self.switch.load_state_dict(state["ngrpo_switch"])
         self.eval_tables, self.skipped_in_a_row = state["eval_tables"], state["skipped_in_a_row"]
         self.stalls.load_state_dict(state.get("stalls"))  # (a checkpoint from before it has none)
-        self.pipeline.load_state_dict(state.get("next"))
+        self.pipeline.load_state_dict(state["pipeline"] if "pipeline" in state else state.get("next"))
         kept = self.run.truncate_metrics(self.step)
         if version > 0:
             self.roles.push(rollback=True)
@@ -82,20 +82,23 @@ class RunState:
         log.warning("recovering from %s (%s restart %d of %d within %d steps)", failure, failure.role, recent,
                     t.max_restarts, t.restart_window)
         if self.budget.exhausted(recent):
-            if failure.role != "learner" and not getattr(self, "_learned", True):
+            # inside a step whose update has not happened: the learner is still as it was before the step
+            if failure.role != "learner" and getattr(self, "_updates_before", None) == self.roles.updates:
                 self.checkpoint(self._before_step)  # the last completed step, with the learner as it was then
             raise self._stop(f"{failure} — more than train.max_restarts={t.max_restarts} failures of "
                              f"{failure.role} within train.restart_window={t.restart_window} steps")
 
     @contextmanager
-    def recovering(self, failure: RoleFailure, moved: str | None = None):
+    def recovering(self, failure: RoleFailure):
         """Around the replacement of a failed role: counts the failure first (it may stop the run), then
         records how long the role took to serve again and where its new processes run (a lost node's
-        roles move): `recovered`, the faults summary's source. `moved`: the role started again when it is
-        not the one that failed (the learner group, rebuilt after any failure that reached the step)."""
+        roles move): `recovered`, the faults summary's source. The role started again may not be the one
+        that failed (the learner group, rebuilt after a failure that reached the step): the body says which
+        in the dict it is given (`where["moved"]`)."""
         self._on_failure(failure)
-        t0, before, moved = time.perf_counter(), self.step, moved or failure.role
-        yield
+        t0, before, where = time.perf_counter(), self.step, {"moved": failure.role}
+        yield where
+        moved = where["moved"]
         self.run.event("recovered", step=self.step, role=failure.role, index=failure.index,
                        seconds=round(time.perf_counter() - t0, 3), redone=before - self.step, moved=moved,
                        placed=self.roles.placed(moved, failure.index))

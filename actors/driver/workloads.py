@@ -13,10 +13,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from actors.worker.agent_loop import EPISODE_EVAL_KEYS, episode_eval, episode_metrics
+from actors.driver.setup_steps import answer_examples, drill_examples, probe_sequence, trajectory_examples
 from actors.generation import Generation
 from actors.reward.pool import RewardPool
-from actors.driver.setup_steps import answer_examples, drill_examples, probe_sequence, trajectory_examples
+from actors.worker.agent_loop import EPISODE_EVAL_KEYS, episode_eval, episode_metrics
 from configs.root import Config
 from contracts.types import Sample, ScoreRequest, ScoreResult
 from tasks.base import Task

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from actors.worker.agent_loop import run_episodes
 from actors.errors import PushError
+from actors.worker.agent_loop import run_episodes
 from actors.worker.offsets import token_char_offsets
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
@@ -158,7 +158,8 @@ class RolloutWorker:
     def stream_start(self, *, n: int, max_in_flight: int, max_staleness: int, seed: int, step: int = 0,
                      offsets: bool = False, task: TaskConfig | None = None, max_turns: int | None = None,
                      max_context: int | None = None, drain_every: int = 0) -> None:
-        """Start this worker's sample stream (`actors.worker.sample_stream`) at the policy of `step`, which it serves:
+        """Start this worker's sample stream (`actors.worker.sample_stream`) at the policy of `step`, which
+        it serves:
         completions of the prompts it is fed, or with `task` episodes of the rows it is fed."""
         from actors.worker.engine_stepper import EngineStepper
         from actors.worker.sample_stream import EpisodeSettings, SampleStream

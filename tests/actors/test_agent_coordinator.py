@@ -187,7 +187,7 @@ def test_a_resumed_episode_run_trains_on_the_batch_its_checkpoint_held(pipelined
     first, straight, _ = pipelined
     run_dir = tmp_path / "run"
     shutil.copytree(first.run.dir, run_dir)
-    held = json.loads((run_dir / "checkpoints" / "step_00002" / "coordinator.json").read_text())["next"]
+    held = json.loads((run_dir / "checkpoints" / "step_00002" / "coordinator.json").read_text())["pipeline"]
     assert held and held["groups"][0][0]["episode"]["messages"]  # the one-step-off batch of step 3
     _, resumed = _pipelined(run_dir, 2, resume=str(run_dir / "checkpoints" / "step_00002"))
     for a, b in zip(straight[2:], resumed, strict=True):

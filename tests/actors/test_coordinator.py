@@ -244,7 +244,7 @@ def test_a_resumed_stream_continues_exactly(streamed):
     held finished are not sampled again."""
     first, straight = streamed
     state = json.loads((first.run.dir / "checkpoints" / "step_00002" / "coordinator.json").read_text())
-    held = state["next"]["got"]
+    held = state["pipeline"]["got"]
     assert held and set(held) <= {"3", "4"}  # sampled ahead of the checkpoint, kept in it
     coord = _streamed_coordinator(first.run.dir)
     try:

@@ -18,10 +18,10 @@ import pytest
 from ray import cloudpickle
 from ray.exceptions import ActorDiedError, RayTaskError
 
-from actors.worker.agent_loop import TemplateDriftError
 from actors.driver.checkpoints import CheckpointError
-from actors.errors import PushError, RoleFailure, RunStopped, describe, root_cause
 from actors.driver.preflight import PreflightError
+from actors.errors import PushError, RoleFailure, RunStopped, describe, root_cause
+from actors.worker.agent_loop import TemplateDriftError
 from actors.worker.vllm_tap import TapError
 from cluster.actor_group import PlacementTimeout, creation_error
 from configs.loader import ConfigError

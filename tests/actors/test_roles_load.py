@@ -9,8 +9,8 @@ from contextlib import nullcontext
 
 import pytest
 
-from actors.errors import RoleFailure
 from actors.driver.roles import Roles
+from actors.errors import RoleFailure
 from cluster.backend import LocalBackend
 from configs.root import Config
 from contracts.types import Served

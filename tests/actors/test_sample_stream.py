@@ -1,4 +1,5 @@
-"""A worker's sample stream (actors/worker/sample_stream.py): due points, partial rollouts, per-token versions, order.
+"""A worker's sample stream (actors/worker/sample_stream.py): due points, partial rollouts, per-token
+versions, order.
 
 The engine here is scripted (a stand-in, named so: `ScriptedEngine`) so that sample lengths differ and
 samples are in flight across due points; the stream with the real vLLM engine runs in

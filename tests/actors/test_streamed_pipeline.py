@@ -1,4 +1,4 @@
-"""The coordinator's side of a stream (actors/driver/pipelines/streamed.py) driven step by step as the coordinator
+"""The driver's side of a stream (actors/driver/pipelines/streamed.py) driven step by step as the coordinator
 drives it, with in-process workers whose engine is scripted (`ScriptedEngine`, a stand-in named so).
 
 What it checks is the bookkeeping that the real runs exercise only by chance of timing: a rollback or a
@@ -14,9 +14,9 @@ from types import SimpleNamespace
 
 import pytest
 
+from actors.driver.pipelines.streamed import StreamedPipeline
 from actors.worker.rollout_worker import RolloutWorker
 from actors.worker.sample_stream import SampleStream
-from actors.driver.pipelines.streamed import StreamPipeline
 from cluster.backend import LocalBackend, LocalRef
 from tests.actors.test_sample_stream import ScriptedEngine
 
@@ -49,7 +49,7 @@ class ScriptedWorker:
 class Deferred(LocalBackend):
     """In-process calls that run later, one per look for answers (`wait`), oldest first; `get` runs
     calls until its answer is there. So the workers' calls made before the learner's update run while
-    the coordinator serves them during it (`serve_until`), as on Ray, where a worker typically reaches
+    the pipeline serves them during it (`deliver`), as on Ray, where a worker typically reaches
     its next due point during the update."""
 
     def __init__(self) -> None:
@@ -85,8 +85,10 @@ class Learner:
 
 
 class Run:
-    """A coordinator's loop around the pipeline: version == step; the update reference is (step, attempt),
-    the attempt counting rollbacks, so a policy handed out from before a rollback shows in `loaded`."""
+    """A coordinator's loop around the pipeline (`next_batch`, `deliver`): version == step; the update
+    reference is (step, attempt), the attempt counting rollbacks, so a policy handed out from before a
+    rollback shows in `loaded`. The roles are in-process: the workers scripted, the learner a no-op whose
+    update the pipeline serves the workers during, the export a new reference."""
 
     def __init__(self, tokenizer, backend: LocalBackend, workers: int = 2) -> None:
         self.version, self.attempt = 0, 0
@@ -99,22 +101,32 @@ class Run:
             for i in indices:
                 actors[i].version = ref[0]
 
-        roles = SimpleNamespace(backend=backend, rollout=SimpleNamespace(actors=actors), load=load)
-        self.pipe = StreamPipeline(
-            roles, K, 7, STEPS, lambda: [{"batch": self.pipe.fed + 1, "i": i} for i in range(GROUPS)],
-            lambda rows: [[r["batch"] * 10 + r["i"]] for r in rows],
-            lambda: {"n": 2, "max_in_flight": 7, "max_staleness": K, "drain_every": EVERY},
-            lambda: (self.version, (self.version, self.attempt)), checkpoint_every=EVERY)
+        def learn(batch, meanwhile) -> dict:
+            meanwhile([backend.call(Learner(), "update")])  # the workers go on during the update
+            return {"update_skipped": False}
+
+        def export() -> SimpleNamespace:
+            self.version += 1
+            roles.update_ref = (self.version, self.attempt)
+            return SimpleNamespace(version=self.version, fingerprint=f"v{self.version}", nbytes=0)
+
+        roles = SimpleNamespace(backend=backend, rollout=SimpleNamespace(actors=actors), load=load,
+                                learn=learn, export=export, update_ref=None)
+        sampler = SimpleNamespace(
+            roles=roles, draw=lambda: [{"batch": self.pipe.fed + 1, "i": i} for i in range(GROUPS)],
+            items=lambda rows: [[r["batch"] * 10 + r["i"]] for r in rows],
+            stream_args=lambda: {"n": 2, "max_in_flight": 7, "max_staleness": K, "drain_every": EVERY})
+        self.pipe = StreamedPipeline(sampler, STEPS, K, 7, checkpoint_every=EVERY)
         self.checkpoints: dict[int, str] = {}
 
     def steps(self, first: int, last: int) -> dict[int, list]:
         out = {}
         for step in range(first, last + 1):
-            batch = self.pipe.take(step)
+            batch = self.pipe.next_batch(step, self.version)
             out[step] = [(s.token_ids, s.versions) for g in batch.gen.groups for s in g]
-            self.pipe.serve_until([self.pipe.roles.backend.call(Learner(), "update")])  # the workers go on
-            self.version = step
-            self.pipe.publish(step, step, (step, self.attempt))
+            done = self.pipe.deliver(step, object())
+            assert done.version == step == self.version
+            assert done.row["stale_dropped"] == 0 and not any(batch.stale)
             if step % EVERY == 0:  # as the checkpoint stores it
                 self.checkpoints[step] = json.dumps(self.pipe.state_dict())
         return out
@@ -122,6 +134,7 @@ class Run:
     def back_to(self, step: int) -> None:
         self.pipe.load_state_dict(json.loads(self.checkpoints[step]))
         self.version, self.attempt = step, self.attempt + 1
+        self.pipe.roles.update_ref = (step, self.attempt)
         self.rolled_back_at = len(self.loaded)
 
 

@@ -40,10 +40,10 @@ def test_short_run(world, stage, tmp_path, ray_local):
     try:
         coord.setup()
         probe = coord.work.items(coord.tokenizer, coord.eval_rows[:6])
-        before = [g[0].token_ids for g in coord._sample(probe, n=1, temperature=0.0).groups]
+        before = [g[0].token_ids for g in coord.sampler.sample(probe, n=1, temperature=0.0).groups]
         coord.evaluate("before")
         rows = [coord.train_step() for _ in range(cfg.train.steps)]
-        after = [g[0].token_ids for g in coord._sample(probe, n=1, temperature=0.0).groups]
+        after = [g[0].token_ids for g in coord.sampler.sample(probe, n=1, temperature=0.0).groups]
         coord.evaluate("after")
         summary = coord.finish()
     finally:

@@ -1,26 +1,24 @@
-"""Where each step's batch comes from: sampled when the step asks (`train.max_staleness` 0, synchronous),
-or sampled during the previous step's update (`train.max_staleness` 1, one-step-off).
+"""What every pipeline is: two calls a step (`next_batch`, `deliver`), built from a `Sampler`.
 
-One-step-off: once step s has scored its samples, the batch of step s + 1 is drawn and launched on the
-workers, which sample it with the policy before step s's update while the learner runs that update. It
-is collected after the update and before the push, so a push never lands inside a generation and every
-sample of step s + 1 is exactly one version behind the learner. The batch waiting for its step is part
-of a checkpoint (`state_dict`): a resumed run trains on the samples the first run would have.
-
-The version check is the pipeline's too: a batch sampled more than `train.max_staleness` versions behind
-the learner (or ahead of it) is never trained on; the run stops with a `PushError` instead.
+`next_batch(step, version)` gives the step's rows and what was sampled for them, with a mask of the
+samples too old to train on; `deliver(step, batch)` runs the learner's update on the training batch and
+hands the new policy to the workers the pipeline's way (pushed at once, or exported and loaded by each
+worker at its due point), sampling ahead meanwhile if the pipeline does. The coordinator never asks
+which pipeline it runs: what differs is inside the three implementations (`actors.driver.pipelines`).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from actors.errors import PushError
+from actors.driver.prompts import PromptOrder
+from actors.driver.roles import PendingGeneration, Roles
+from actors.driver.workloads import Completions
+from actors.errors import RoleFailure
 from actors.generation import Generation
-from actors.driver.step_data import generation_from_state, generation_state
+from configs.root import Config
+from contracts.types import TrainBatch
 
 
 @dataclass
@@ -29,67 +27,93 @@ class Batch:
 
     rows: list[dict]
     gen: Generation
-    seconds: float  # from launch to collected (for one-step-off: mostly hidden behind the update)
+    seconds: float  # waited for it (one-step-off: mostly hidden behind the previous update)
+    stale: list[bool] | None = None  # per sample: too old to train on (streamed); None: every one is fresh
 
 
-class Pipeline:
-    """The batches of a run's steps, in order (see the module docstring).
+@dataclass
+class Delivered:
+    """What a step's update made: the learner's metrics (None: nothing was learned), the new policy's
+    version (None: the workers keep the one they serve), and the pipeline's part of the step's row."""
 
-    `draw()` gives the next step's rows; `launch(rows, step)` starts sampling them with the step's seed
-    and returns what `finish` waits for."""
+    learn: dict[str, float] | None
+    version: int | None
+    row: dict[str, Any] = field(default_factory=dict)  # fingerprint, push size, the stream's numbers
+    times: dict[str, float] = field(default_factory=dict)  # learn, sync
 
-    def __init__(self, max_staleness: int, last_step: int, draw: Callable[[], list[dict]],
-                 launch: Callable[[list[dict], int], Any], finish: Callable[[Any], Generation]) -> None:
-        self.max_staleness, self.last_step = max_staleness, last_step
-        self.draw, self.launch, self.finish = draw, launch, finish
-        self.next: Batch | None = None  # sampled ahead, waiting for its step
-        self._pending: tuple[list[dict], Any, float] | None = None
 
-    def take(self, step: int) -> Batch:
-        """Step `step`'s batch: the one sampled ahead, or sampled now."""
-        if self.next is not None:
-            batch, self.next = self.next, None
-            return batch
-        rows, t = self.draw(), time.perf_counter()
-        return Batch(rows, self.finish(self.launch(rows, step)), time.perf_counter() - t)
+class Sampler:
+    """What a pipeline samples with: the prompt order, the workload (what a row becomes, the worker method
+    and its arguments) and the roles that sample. `tokenizer` and `prompts` are set once the run's set-up
+    has them (the difficulty filter replaces `prompts`)."""
 
-    def check(self, gen: Generation, version: int) -> None:
-        """The run never trains on samples older than train.max_staleness policy versions."""
-        for worker, v in enumerate(gen.versions):
-            if not 0 <= version - v <= self.max_staleness:
-                raise PushError(f"worker {worker} generated with version {v}; the learner is at "
-                                f"{version} and train.max_staleness is {self.max_staleness}")
+    def __init__(self, cfg: Config, work: Completions, roles: Roles) -> None:
+        self.cfg, self.work, self.roles = cfg, work, roles
+        self.tokenizer: Any = None
+        self.prompts: PromptOrder | None = None
 
-    # What only a streamed pipeline does (actors.driver.pipelines.streamed); nothing here.
-    def serve_until(self, refs: list) -> None:
-        pass
+    def draw(self) -> list[dict]:
+        """The next step's rows."""
+        return self.prompts.next_rows()
 
-    def publish(self, step: int, version: int, update_ref: Any) -> None:
-        pass
+    def items(self, rows: list[dict]) -> list:
+        """What the worker method takes for `rows` (rendered prompts, or episode rows)."""
+        return self.work.items(self.tokenizer, rows)
 
-    def metrics(self, step: int, gen: Generation, version: int, dropped: int) -> dict[str, float]:
-        return {}
+    def launch(self, rows: list[dict], step: int) -> PendingGeneration:
+        """Start sampling step `step`'s batch; its sampling seed is a function of the step."""
+        c = self.cfg
+        return self.roles.launch(self.items(rows), self.work.method, **self.work.sampling(),
+                                 seed=c.train.seed * 100_003 + step, offsets=c.algorithm.loss.dart)
 
-    def stop(self) -> int:
-        return 0
+    def finish(self, pending: PendingGeneration) -> Generation:
+        return self.roles.finish(pending)
 
-    def start_next(self, step: int) -> None:
-        """One-step-off: draw and launch step `step` + 1's batch now, before step `step`'s update."""
-        if self.max_staleness and step < self.last_step:
-            rows = self.draw()
-            self._pending = (rows, self.launch(rows, step + 1), time.perf_counter())
+    def sample(self, items: list, **sampling: Any) -> Generation:
+        """Samples of `items` outside the step (eval, difficulty filter), split over the workers."""
+        return self.roles.sample(items, self.work.method, **self.work.sampling(), **sampling)
 
-    def land(self) -> None:
-        """Collect the batch started ahead (after the update, before the push)."""
-        if self._pending is not None:
-            (rows, pending, t), self._pending = self._pending, None
-            gen = self.finish(pending)
-            self.next = Batch(rows, gen, time.perf_counter() - t)
+    def stream_args(self) -> dict[str, Any]:
+        """What each worker's sample stream is started with (`RolloutWorker.stream_start`)."""
+        c = self.cfg
+        return {"n": c.rollout.n, "max_in_flight": c.rollout.max_in_flight,
+                "max_staleness": c.train.max_staleness, "seed": c.train.seed,
+                "drain_every": c.train.checkpoint_every, "offsets": c.algorithm.loss.dart,
+                **self.work.sampling()}
+
+
+class Pipeline(Protocol):
+    def next_batch(self, step: int, version: int) -> Batch:
+        """Step `step`'s batch; `version` is the learner's before the step's update."""
+
+    def deliver(self, step: int, batch: TrainBatch | None) -> Delivered:
+        """The update on `batch` (None: nothing to learn) and its policy handed to the workers."""
+
+    def recover(self, failure: RoleFailure) -> str:
+        """Start again what `failure` broke, before the run goes back to its newest checkpoint; returns the
+        role started again."""
+
+    def stop(self) -> None:
+        """Nothing in flight on the workers (before an eval, a rollback, the end)."""
+
+    def settle(self) -> None:
+        """Wait until the workers finish what they sample on their own after a step (benchmarks measure
+        one side at a time); the pipeline goes on afterwards."""
+
+    def slots(self) -> float:
+        """Sequences a worker can have in flight (an engine's occupancy is measured against it)."""
 
     def state_dict(self) -> dict | None:
-        return generation_state(self.next.rows, self.next.gen) if self.next else None
+        """What a checkpoint holds of the pipeline (a batch sampled ahead, rows drawn ahead)."""
 
-    def load_state_dict(self, state: dict | None) -> None:
-        """The checkpoint's waiting batch (or none); a launch in flight is dropped."""
-        self._pending = None
-        self.next = Batch(*generation_from_state(state), 0.0) if state else None
+    def load_state_dict(self, state: dict | None) -> None: ...
+
+
+def push_row(served: Any) -> dict[str, Any]:
+    """A push's or an export's receipt as part of the step's row."""
+    return {"weights_fingerprint": served.fingerprint, "push_bytes": served.nbytes}
+
+
+def learned(learn: dict | None) -> bool:
+    """An update made a new policy (not none, not skipped for a non-finite loss or gradient)."""
+    return learn is not None and not learn["update_skipped"]

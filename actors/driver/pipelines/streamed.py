@@ -1,13 +1,13 @@
-"""The coordinator's side of `train.pipeline: stream`: batches fed ahead, weights handed over at due points.
+"""The driver's side of `train.pipeline: stream`: batches fed ahead, weights handed over at due points.
 
-Every worker runs its own sample stream (`actors.worker.sample_stream`): the coordinator feeds it the groups of each
-batch (its share, in order), keeps one `stream_advance` call in flight per worker, and collects the
-groups each call finished. Batch b is drawn from the prompt stream right after step b - 1 - k's push
-(the first 1 + k at the start), so adaptive sampling sees what it would in any run of the same
-config. A worker that stops at its due point for the policy of step p gets that policy as soon as the
+Every worker runs its own sample stream (`actors.worker.sample_stream`): the pipeline feeds it the
+groups of each batch (its share, in order), keeps one `stream_advance` call in flight per worker, and
+collects the groups each call finished. Batch b is drawn from the prompt order right after step
+b - 1 - k's push (the first 1 + k at the start), so adaptive sampling sees what it would in any run of
+the same config. A worker that stops at its due point for the policy of step p gets that policy as soon as the
 learner has made it (loaded and verified by fingerprint and probe) and goes on; until then it waits,
-and so does its engine. While the learner updates, the coordinator keeps serving the workers
-(`serve_until`), so generation goes on during the update. A step's batch is its groups in index order
+and so does its engine. While the learner updates, the pipeline keeps serving the workers
+(`_serve_until`), so generation goes on during the update. A step's batch is its groups in index order
 whatever order they finished in: timing decides only who waits, never what is trained.
 
 The numbers the stream adds to a step's row: `engine_occupancy` (running sequences per engine step
@@ -21,27 +21,25 @@ workers). The seconds the step waited for its batch are its `time/generate`.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
+from actors.driver.pipelines.base import Batch, Delivered, Sampler, learned, push_row
 from actors.errors import RoleFailure
 from actors.generation import Generation, split_evenly
-from actors.driver.pipelines.base import Batch
 from actors.worker.sample_stream import StreamGroup, StreamReport
-from contracts.types import Sample
+from contracts.types import Sample, TrainBatch
 
 POLL_S = 0.05
 
 
-class StreamPipeline:
-    def __init__(self, roles: Any, max_staleness: int, max_in_flight: int, last_step: int,
-                 draw: Callable[[], list[dict]], items: Callable[[list[dict]], list],
-                 start_args: Callable[[], dict], policy: Callable[[], tuple[int, Any]],
+class StreamedPipeline:
+    def __init__(self, sampler: Sampler, last_step: int, max_staleness: int, max_in_flight: int,
                  timeout_s: float = 600.0, checkpoint_every: int = 0) -> None:
-        self.roles, self.k, self.max_in_flight = roles, max_staleness, max_in_flight
-        self.last_step = last_step
-        self.draw, self.items, self.start_args, self.policy = draw, items, start_args, policy
+        self.sampler, self.roles = sampler, sampler.roles
+        self.k, self.max_in_flight, self.last_step = max_staleness, max_in_flight, last_step
+        self.version = 0  # the newest policy's (served, or exported for the workers to load)
+        self._batch: tuple[int, Generation, int, int] | None = None  # step, its samples, version, dropped
         self.saved_rows: dict[int, list[dict]] = {}  # drawn before a checkpoint, not yet trained on
         self.rows: dict[int, list[dict]] = {}
         self.got: dict[int, dict[int, list[Sample]]] = {}
@@ -64,12 +62,14 @@ class StreamPipeline:
         self.restored: dict | None = None  # a checkpoint's stream, to begin from
         self._exact: dict | None = None  # the state of the last checkpoint's cut
 
-    # ---- the coordinator's calls ------------------------------------------------------------------
-    def begin(self, step: int, version: int, update_ref: Any) -> None:
+    # ---- the protocol -----------------------------------------------------------------------------
+    def _begin(self, step: int, version: int, update_ref: Any) -> None:
         """Start every worker's stream at `step` (the policy it serves now) and feed the first batches."""
         self.policies[step] = (version, update_ref)
+        self.version = version
         roles = self.roles
-        for w, ref in enumerate([roles.backend.call(a, "stream_start", step=step, **self.start_args())
+        args = self.sampler.stream_args()
+        for w, ref in enumerate([roles.backend.call(a, "stream_start", step=step, **args)
                                  for a in roles.rollout.actors]):
             self._answer(w, ref)
         self.fed, self.started, self.taken = step, True, step
@@ -83,11 +83,12 @@ class StreamPipeline:
         for w in range(len(roles.rollout.actors)):
             self._launch(w)
 
-    def take(self, step: int) -> Batch:
-        """Step `step`'s batch, its groups in index order (waiting for the workers as long as needed)."""
+    def next_batch(self, step: int, version: int) -> Batch:
+        """Step `step`'s batch, its groups in index order (waiting for the workers as long as needed), with
+        the samples that have a policy token more than k versions behind the learner's `version` masked."""
         t = time.perf_counter()
         if not self.started:
-            self.begin(step - 1, *self.policy())
+            self._begin(step - 1, version, self.roles.update_ref)
         while len(self.got.get(step, {})) < len(self.rows[step]):
             if not self.calls:
                 raise RuntimeError(f"the stream stalled: no worker samples and batch {step} is incomplete")
@@ -97,14 +98,51 @@ class StreamPipeline:
         got = self.got.pop(step)
         groups = [got[i] for i in range(len(got))]
         versions = [v for g in groups for s in g for v in (s.versions or [s.policy_version])]
-        return Batch(self.rows.pop(step), Generation(groups, [min(versions)]), waited)
+        gen = Generation(groups, [min(versions)])
+        stale = [version - min(_policy_versions(s), default=version) > self.k for s in gen.samples]
+        self._batch = (step, gen, version, sum(stale))
+        return Batch(self.rows.pop(step), gen, waited, stale)
 
-    def serve_until(self, refs: list) -> None:
+    def deliver(self, step: int, batch: TrainBatch | None) -> Delivered:
+        """The update runs while the workers go on sampling; its policy is exported (not pushed) and handed
+        to each worker at its due point of `step` (the last policy again after a skipped update)."""
+        t = time.perf_counter()
+        learn = self.roles.learn(batch, self._serve_until) if batch is not None else None
+        times = {"learn": time.perf_counter() - t}
+        t = time.perf_counter()
+        version, row = None, {}
+        if learned(learn):
+            update = self.roles.export()
+            version, row = update.version, push_row(update)
+            self.version = version
+        times["sync"] = time.perf_counter() - t
+        self._publish(step, self.version, self.roles.update_ref)
+        return Delivered(learn, version, {**row, **self._metrics(step)}, times)
+
+    def recover(self, failure: RoleFailure) -> str:
+        """A lost worker is started again (its stream is gone: every stream starts again from the
+        checkpoint); anything else rebuilds the learner group."""
+        if failure.role == "rollout":
+            self.roles.start_again(failure.index)
+            return "rollout"
+        self.roles.rebuild_learners()
+        return "learner"
+
+    def slots(self) -> float:
+        """Sequences a worker can have in flight: the stream's bound."""
+        return self.max_in_flight
+
+    def settle(self) -> None:
+        """Wait for the workers' calls in flight (a stream samples on after its step returns)."""
+        while self.calls and self.roles.backend.wait(list(self.calls.values()), 1.0)[1]:
+            pass
+
+    def _serve_until(self, refs: list) -> None:
         """Keep the workers going until `refs` (the learner's update) are ready."""
         while self.roles.backend.wait(refs, timeout=0)[1]:
             self._serve(refs)
 
-    def publish(self, step: int, version: int, update_ref: Any) -> None:
+    def _publish(self, step: int, version: int, update_ref: Any) -> None:
         """The policy of `step` (a new version, or the last one again after a skipped update): handed to
         the workers waiting for it, and the batch it allows is drawn and fed."""
         self.policies[step] = (version, update_ref)
@@ -113,12 +151,9 @@ class StreamPipeline:
             if due <= step:
                 self._resume(w)
 
-    def check(self, gen: Generation, version: int) -> list[bool]:
-        """Per sample: a policy token more than k versions behind the learner's `version` (not trained on)."""
-        return [version - min(_policy_versions(s), default=version) > self.k for s in gen.samples]
-
-    def metrics(self, step: int, gen: Generation, version: int, dropped: int) -> dict[str, float]:
+    def _metrics(self, step: int) -> dict[str, float]:
         """The stream's part of step `step`'s row (see the module docstring)."""
+        _, gen, version, dropped = self._batch
         lags = [version - v for s in gen.samples for v in _policy_versions(s)]
         counts = self.occupancy.pop(step, {}).values()
         steps, running = sum(c[0] for c in counts), sum(c[1] for c in counts)
@@ -155,16 +190,11 @@ class StreamPipeline:
         self.started, self._exact = False, None
         return dropped
 
-    def start_next(self, step: int) -> None:  # the stream samples ahead on its own
-        pass
-
-    def land(self) -> None:
-        pass
-
     def state_dict(self) -> dict:
         """What a checkpoint after the last step taken holds of the stream: the rows drawn ahead, and at a
         checkpoint's step (`train.checkpoint_every`) the groups each worker had finished when it reached
-        its cut (its due point of that step's policy, where nothing is in flight: `actors.worker.sample_stream`) with
+        its cut (its due point of that step's policy, where nothing is in flight:
+        `actors.worker.sample_stream`) with
         their occupancy counts. A resumed run feeds each worker the groups it had not finished and goes
         on exactly as the straight run did. Any other time (a stop between checkpoints) the rows only:
         their samples are drawn again from the checkpoint's policy."""
@@ -210,9 +240,9 @@ class StreamPipeline:
         b = self.fed + 1
         if b > self.last_step:
             return
-        rows = self.saved_rows.pop(b) if b in self.saved_rows else self.draw()
+        rows = self.saved_rows.pop(b) if b in self.saved_rows else self.sampler.draw()
         self.rows[b], self.got[b], self.fed = rows, {}, b
-        groups = [StreamGroup(b, i, item) for i, item in enumerate(self.items(rows))]
+        groups = [StreamGroup(b, i, item) for i, item in enumerate(self.sampler.items(rows))]
         shares = split_evenly(groups, len(self.roles.rollout.actors))
         for w, actor in enumerate(self.roles.rollout.actors):  # queued behind the worker's advance call
             share = shares.get(w, [])
