@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     from cluster.runtime import apply_role_env
 
     apply_role_env()
+    from actors.driver.workloads import workload_for
     from actors.generation import Generation
     from actors.worker.rollout_worker import RolloutWorker
-    from actors.driver.workloads import workload_for
     from contracts.lora import load_peft_adapter
     from models.tiny import resolve_model
     from observe.tables import format_eval_tables

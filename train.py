@@ -160,8 +160,8 @@ def _run(cfg, plan, resume_hint: str) -> int:
 
     from actors.driver.checkpoints import CheckpointStore
     from actors.driver.coordinator import Coordinator
-    from actors.errors import RunStopped, describe
     from actors.driver.preflight import resource_problems
+    from actors.errors import RunStopped, describe
     from cluster.runtime import connect, role_env
     from observe.tracking import finish_runs
 
@@ -226,9 +226,9 @@ def _supervise(ray, coordinator, cfg, run_dir: Path, resume, stop: StopSignals) 
     newest checkpoint, as a restarted driver would, so the run ends as if nothing had happened; at
     most train.max_restarts times within train.restart_window steps."""
     from actors.driver.checkpoints import CheckpointStore
-    from actors.errors import describe, lost_process
     from actors.driver.preflight import start_over
     from actors.driver.restarts import RestartBudget
+    from actors.errors import describe, lost_process
 
     def step_of(checkpoint: Path | None) -> int:
         return int(checkpoint.name.removeprefix("step_")) if checkpoint else 0

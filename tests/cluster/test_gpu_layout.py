@@ -5,8 +5,8 @@ The tiny model in float32 and no GPUs; otherwise the preset's own layout: rollou
 parallelism 2 over vLLM's `mp` executor, SPREAD over the nodes, serving the LoRA as an adapter; learner
 ranks under ZeRO-3 with gradient checkpointing, STRICT_PACKed on one node; one-step-off. Two workers and
 two ranks on a local cluster of three nodes, three steps. On the CPU each worker binds its ranks' threads
-to the cores it reserved (`actors/worker/cpu_binding.py`): vLLM's own binding wants a NUMA node per rank and stops
-the engine on a machine with one.
+to the cores it reserved (`actors/worker/cpu_binding.py`): vLLM's own binding wants a NUMA node per
+rank and stops the engine on a machine with one.
 """
 
 from __future__ import annotations

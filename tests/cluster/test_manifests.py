@@ -134,7 +134,7 @@ def _place(nodes: list[dict[str, float]], groups: list[tuple[str, list[dict[str,
 
 
 def _preset_groups(cfg) -> list[tuple[str, list[dict[str, float]]]]:
-    """The placement groups actors/driver/coordinator.py asks for: learner ranks PACK, rollout workers SPREAD."""
+    """The placement groups the driver asks for: learner ranks PACK, rollout workers SPREAD."""
     learner = {"CPU": cfg.learner.num_cpus, "GPU": cfg.learner.num_gpus}
     rollout = {"CPU": cfg.rollout.num_cpus, "GPU": cfg.rollout.num_gpus}
     return [("PACK", [learner] * cfg.learner.world_size), ("SPREAD", [rollout] * cfg.rollout.num_workers)]

@@ -78,8 +78,8 @@ def test_a_drill_without_rows_stops_the_set_up_with_its_name(tiny_tokenizer, mon
 
 
 def test_drill_rows_are_rendered_as_an_episode_prompt_and_learned_whole(tiny_tokenizer):
-    from actors.worker.agent_loop import first_prompt_ids
     from actors.driver.setup_steps import drill_examples
+    from actors.worker.agent_loop import first_prompt_ids
 
     tok = tiny_tokenizer
     task = _task()
