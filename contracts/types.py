@@ -15,12 +15,15 @@ from typing import Any
 
 @dataclass
 class Episode:
-    """What an agent episode adds to its sample: the conversation, each turn's record and the
-    environment's score of the whole trajectory (its reward, `success` its judge's verdict)."""
+    """An agent episode at the text level: the conversation, each turn's record, whether it was cut
+    (its turn or context limit) and the environment's score of the whole trajectory (its reward,
+    `success` its judge's verdict). A rollout worker's episode is a sample's `episode`; one played
+    without an engine (`tasks.env.run_episode`) stands alone."""
 
     messages: list[dict[str, str]] = field(default_factory=list)
     turns: list[dict[str, Any]] = field(default_factory=list)
     score: dict[str, float] = field(default_factory=dict)
+    truncated: bool = False
 
 
 @dataclass

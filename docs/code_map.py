@@ -4,7 +4,7 @@ so a module added, moved or removed (or a docstring changed) shows there until t
 
 A package's first line is its `__init__.py` docstring. The modules of a top-level package are listed one by
 one; a package inside one is a single line when its `__init__.py` says what it is (tasks/fund_assistant/),
-otherwise its modules are listed.
+otherwise its modules are listed. The sides of actors/ (EXPANDED) get both: their line, then their modules.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ SCRIPTS = ("train.py", "evaluate.py")
 PACKAGES = ("actors", "cluster", "learner", "tasks", "rewards", "observe", "models", "algo", "contracts",
             "configs", "bench", "examples")
 WIDTH = 108
+EXPANDED = ("actors/driver", "actors/driver/pipelines", "actors/worker", "actors/reward")
 # The first sentence ends at a full stop before a space or the end, not at an abbreviation.
 SENTENCE = re.compile(r"^(.*?(?<!e\.g)(?<!i\.e)(?<!\bvs)[.!?])(?=\s|$)", re.S)
 
@@ -32,16 +33,19 @@ def summary(path: Path) -> str:
     return m.group(1) if m else para
 
 
-def _entries(pkg: Path, indent: str) -> list[tuple[str, str]]:
+def _entries(pkg: Path, indent: str, root: Path) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for path in sorted(p for p in pkg.iterdir() if p.name != "__pycache__"):
         if path.is_dir() and (path / "__init__.py").is_file():
             described = summary(path / "__init__.py")
-            if described:
+            if described and path.relative_to(root).as_posix() in EXPANDED:
+                out.append((f"{indent}{path.name}/", described))
+                out += _entries(path, indent + "  ", root)
+            elif described:
                 out.append((f"{indent}{path.name}/", described))
             else:
                 out += [(f"{indent}{path.name}/{name}", text)
-                        for name, text in _entries(path, "")]
+                        for name, text in _entries(path, "", root)]
         elif path.suffix == ".py" and path.name != "__init__.py":
             out.append((f"{indent}{path.name}", summary(path)))
     return out
@@ -52,7 +56,7 @@ def code_map(root: Path = ROOT) -> str:
     groups = [[(name, summary(root / name)) for name in SCRIPTS]]
     for name in PACKAGES:
         pkg = root / name
-        groups.append([(f"{name}/", summary(pkg / "__init__.py")), *_entries(pkg, "  ")])
+        groups.append([(f"{name}/", summary(pkg / "__init__.py")), *_entries(pkg, "  ", root)])
     col = max(len(left) for group in groups for left, _ in group) + 2
     lines: list[str] = []
     for group in groups:

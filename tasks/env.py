@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.types import Episode
+
 OBSERVATION_ROLE = "tool"
 """The chat role of an observation message (what a tool returned)."""
 
@@ -64,16 +66,6 @@ class Environment(ABC):
         `success` (1.0 when the episode did what was asked)."""
 
 
-@dataclass
-class Episode:
-    """A finished episode at the text level: every message, each turn's info, the score."""
-
-    messages: list[dict[str, str]]
-    turns: list[dict[str, Any]]
-    truncated: bool
-    score: dict[str, float]
-
-
 def run_episode(env: Environment, row: dict, policy: Callable[[list[dict[str, str]]], str]) -> Episode:
     """Play one episode of `row` with `policy` (messages so far → the next assistant text)."""
     messages = list(env.reset(row))
@@ -87,4 +79,4 @@ def run_episode(env: Environment, row: dict, policy: Callable[[list[dict[str, st
         if result.observation is not None and not result.done:
             messages.append({"role": OBSERVATION_ROLE, "content": result.observation})
         done = result.done
-    return Episode(messages, turns, truncated=not done, score=env.score())
+    return Episode(messages, turns, env.score(), truncated=not done)

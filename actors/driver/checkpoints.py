@@ -10,7 +10,7 @@ as the newest complete one; leftovers are removed at the next start. Owns files 
 checkpoint is the coordinator's and the learner's business.
 
 Loading a checkpoint unpickles torch files, i.e. runs code, so only folders the user alone can have
-written are loaded: `trust_problems` says why one is not (actors/preflight.py refuses to resume from
+written are loaded: `trust_problems` says why one is not (actors/driver/preflight.py refuses to resume from
 it), and the store drops group and world write permission from what it writes, whatever the umask.
 Checkpoints are ordered by step number, not by name (`step_100000` comes after `step_99999`), and
 `latest` is a hint that must name a complete `step_NNNNN` folder of this store, never a path.

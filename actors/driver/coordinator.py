@@ -1,4 +1,4 @@
-"""Coordinator: owns the step loop, the prompt stream, the NGRPO switch, metrics and checkpoints.
+"""Coordinator: owns the step loop, the prompt order, the NGRPO switch, metrics and checkpoints.
 
 One step, the same for single-turn completions and agent episodes and for every pipeline: the
 pipeline's next batch (drawn rows, sampled by the RolloutWorkers) → the workload scores it (the reward

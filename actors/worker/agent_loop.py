@@ -104,6 +104,7 @@ class LiveEpisode:
     def end(self, truncated: bool) -> None:
         self.done = True
         self.sample.finish_reason = "length" if truncated else "stop"
+        self.sample.episode.truncated = truncated
 
     def after_turn(self, ids: list[int], logprobs: list[float], tokenizer: Any, wrap: Wrapper,
                    max_context: int, versions: list[int] | None = None) -> None:

@@ -3,7 +3,7 @@
 Asking vLLM for logprobs (`logprobs=0`) sends every sampled token's logprob through per-request Python
 objects at every engine step: the scheduler slices the step's lists per request, the output processor
 appends them to each request's logprob lists. On the tiny model that cost 78 ms of a 896 ms generation
-(16 prompts x 8 samples x 96 tokens, measured in one process), even with `actors/vllm_lean.py`.
+(16 prompts x 8 samples x 96 tokens, measured in one process), even with `actors/worker/vllm_lean.py`.
 
 The tap computes what vLLM's sampler computes for `logprobs=0` — log_softmax of the raw logits in
 float32, taken at the sampled token — and keeps, per engine step, the batch's request ids, which rows
@@ -14,7 +14,7 @@ internals raises instead of attaching logprobs to the wrong tokens. `tests/actor
 checks the values equal vLLM's own, bit for bit.
 
 Only for an engine running in this process without async scheduling (`available`): the CPU engine here.
-Elsewhere the worker asks vLLM for the logprobs (the lean path of `actors/vllm_lean.py`).
+Elsewhere the worker asks vLLM for the logprobs (the lean path of `actors/worker/vllm_lean.py`).
 """
 
 from __future__ import annotations

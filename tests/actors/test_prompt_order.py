@@ -1,4 +1,4 @@
-"""The prompt stream's state is a snapshot: a run stopped inside a step checkpoints the state from before
+"""The prompt order's state is a snapshot: a run stopped inside a step checkpoints the state from before
 that step's draw, and its resume must draw the same prompts again (the draw had emptied the saved queues
 in place: the resumed run skipped them)."""
 

@@ -143,8 +143,9 @@ def test_min_p_cuts_the_sampling_tail(tiny_paths, ray_local):
 class NoopReloadWorker(RolloutWorker):
     """A fault: a merged reload that does nothing, while the worker reports the new fingerprint."""
 
-    def _reload_merged(self, update):
-        pass
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.policy._reload_merged = lambda update: None
 
 
 def _with_probe(update: LoraUpdate, model_dir, tok) -> LoraUpdate:
