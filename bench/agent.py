@@ -28,8 +28,9 @@ PRESET = "configs/tiny-cpu-agent.yaml"
 ROWS, N = 8, 8
 PIPELINES = {
     "sync": ["train.pipeline=sync"],
-    "one_step_off": ["train.pipeline=one_step_off", "train.max_staleness=1"],
-    "stream": ["train.pipeline=stream", "train.max_staleness=2", f"rollout.max_in_flight={ROWS * N}"],
+    "one_step_off": ["train.pipeline=one_step_off"],
+    "stream": ["train.pipeline=stream", "train.pipeline.max_staleness=2",
+               f"train.pipeline.max_in_flight={ROWS * N}"],
 }
 DESCRIPTION = (f"agent preset after its warm-up, {ROWS} rows x {N} episodes a step, up to 5 turns x 80 "
                "tokens; threads rollout+learner: sync 2+2, one_step_off and stream 1+1; stream k 2, 64 in "

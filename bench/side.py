@@ -164,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
         side = Generation(args.kind)
     elif args.kind == "rl":
         (rollout, learner), k = args.threads, args.staleness
-        side = RL(bench_config([f"train.max_staleness={k}", f"rollout.num_threads={rollout}",
-                                f"learner.num_threads={learner}", f"train.run_name=bench-rl-{k}"]))
+        side = RL(bench_config([f"train.pipeline={('sync', 'one_step_off')[k]}",
+                                f"rollout.num_threads={rollout}", f"learner.num_threads={learner}",
+                                f"train.run_name=bench-rl-{k}"]))
     elif args.kind == "agent":
         from bench.agent import agent_config, warmed_policy
 

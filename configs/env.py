@@ -1,20 +1,74 @@
-"""Multi-turn agent episodes: the policy acts in the task's environment, turn by turn."""
+"""`env`: what a sample is. Single-turn completions, or multi-turn agent episodes in the task's
+environment (with their own turn and context limits, which completions do not have).
+
+    env: completions                                   # the default
+    env: {kind: episodes, max_turns: 6, max_context: 768}
+
+The older spelling `env: {enabled: true, ...}` still loads: `enabled: true` is `kind: episodes` with the
+keys beside it, `enabled: false` is `completions` (any episode keys beside it did nothing, and are dropped).
+"""
 
 from __future__ import annotations
+
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from configs.base import Section
 
+KINDS = ("completions", "episodes")
+EPISODE_KEYS = ("max_turns", "max_context")
 
-class EnvConfig(Section):
-    """Agent episodes instead of single completions (the task must have an environment, `tasks.env`)."""
 
-    enabled: bool = False
-    """Train on episodes: each sample is a whole episode (policy turns, tool observations), its reward
-    the environment's trajectory score. Off: single-turn completions, as the task's rows ask."""
+class Completions(Section):
+    """One completion per sample, scored by the reward functions."""
+
+    kind: Literal["completions"] = "completions"
+    """The section's kind (a bare name stands for the kind with its defaults)."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the run trains on agent episodes."""
+        return False
+
+
+class Episodes(Section):
+    """Agent episodes (the task must have an environment, `tasks.env`): each sample is a whole episode
+    (policy turns, tool observations), its reward the environment's trajectory score."""
+
+    kind: Literal["episodes"] = "episodes"
+    """The section's kind (a bare name stands for the kind with its defaults)."""
     max_turns: int = Field(6, ge=1, le=32)
     """Policy turns per episode; an episode still going after them is counted as truncated."""
     max_context: int = Field(768, ge=64)
     """Tokens an episode may fill (first messages, turns, observations); the episode is truncated when
     its next turn would not fit. Must leave rollout.max_tokens free below rollout.max_model_len."""
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+
+EnvConfig = Annotated[Completions | Episodes, Field(discriminator="kind")]
+
+
+def env_section(value: Any) -> Any:
+    """The section's data in the current spelling: a bare kind is `{kind: ...}`; `enabled` (the older
+    spelling) becomes the kind; a section without either is completions (as `enabled` was false)."""
+    if isinstance(value, str):
+        return {"kind": value}
+    if not isinstance(value, dict):
+        return value
+    value = dict(value)
+    if "enabled" in value:
+        enabled = value.pop("enabled")
+        if enabled is True:
+            value["kind"] = "episodes"
+        elif enabled is False:
+            value = {k: v for k, v in value.items() if k not in EPISODE_KEYS}
+            value["kind"] = "completions"
+        else:
+            raise ValueError(f"env.enabled: true or false (got {enabled!r}); or write env.kind: "
+                             f"{' | '.join(KINDS)}")
+    value.setdefault("kind", "completions")
+    return value

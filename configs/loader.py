@@ -16,9 +16,13 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from configs.env import env_section
 from configs.root import Config
 
 PRESETS_DIR = Path(__file__).resolve().parent
+# Sections with one variant per `kind` (configs/pipeline.py, configs/env.py): a base and an overlay of
+# different kinds do not merge key by key, the overlay replaces the section.
+KIND_SECTIONS = ("pipeline", "env")
 
 
 class ConfigError(ValueError):
@@ -126,6 +130,8 @@ def _apply(data: dict, parts: list[str], value: Any, origin: str) -> None:
     node = data
     for i, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
+        if part in KIND_SECTIONS:  # `pipeline: stream` is {kind: stream}
+            child = node[part] = _kind_section(part, child)
         if not isinstance(child, dict):
             raise ConfigError(f"{origin}: {'.'.join(parts[: i + 1])} is a value, not a section")
         node = child
@@ -143,17 +149,49 @@ def _submodel(ann: Any) -> type[BaseModel] | None:
     return None
 
 
+def _variants(ann: Any) -> dict[str, type[BaseModel]]:
+    """The models of a section with one variant per kind (`train.pipeline`, `env`), by kind."""
+    out = {}
+    for arg in typing.get_args(ann):
+        if isinstance(arg, type) and issubclass(arg, BaseModel) and "kind" in arg.model_fields:
+            out[arg.model_fields["kind"].default] = arg
+        else:
+            out.update(_variants(arg))
+    return out
+
+
 def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
     """Field names of the (sub)model at `loc`, to list alongside an unknown-key error."""
-    for part in loc[:-1]:
+    parts = list(loc[:-1])
+    while parts:
+        part = parts.pop(0)
         if isinstance(part, int):  # an index into a list: stay on the list's item model
             continue
         field = model.model_fields.get(str(part))
+        kinds = _variants(field.annotation) if field else {}
+        if kinds and parts and parts[0] in kinds:  # the kind the section was read as
+            model = kinds[parts.pop(0)]
+            continue
         sub = _submodel(field.annotation) if field else None
         if sub is None:
             return []
         model = sub
     return sorted(model.model_fields)
+
+
+def _shown_loc(model: type[BaseModel], loc: tuple) -> tuple[list, str]:
+    """`loc` without the kind a section with variants was read as, and that kind ('' if none)."""
+    out, kind = [], ""
+    for i, part in enumerate(loc):
+        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
+        out.append(part)
+        if field is not None and i + 1 < len(loc) and loc[i + 1] in _variants(field.annotation):
+            kind = str(loc[i + 1])
+            return out + list(loc[i + 2:]), kind
+        sub = _submodel(field.annotation) if field else None
+        if sub is not None:
+            model = sub
+    return out, kind
 
 
 def explain(err: ValidationError, origin: str, prefix: str = "", model: type[BaseModel] | None = None) -> str:
@@ -162,10 +200,12 @@ def explain(err: ValidationError, origin: str, prefix: str = "", model: type[Bas
     lines = [f"invalid config ({origin}):"]
     for e in err.errors():
         loc = tuple(e["loc"])
-        key = ".".join(str(x) for x in (prefix.split(".") if prefix else []) + list(loc)) or "(root)"
+        shown, kind = _shown_loc(model, loc)
+        key = ".".join(str(x) for x in (prefix.split(".") if prefix else []) + shown) or "(root)"
         if e["type"] == "extra_forbidden":
             allowed = ", ".join(_allowed_keys(model, loc))
-            lines.append(f"  {key}: unknown key (allowed here: {allowed})")
+            here = f"kind {kind}" if kind else "here"
+            lines.append(f"  {key}: unknown key (allowed for {here}: {allowed})")
         else:
             msg = e["msg"]
             if e["type"] == "value_error":  # raised by a validator: its own message says it all
@@ -200,6 +240,8 @@ def merge(base: dict, child: dict) -> dict:
     out = dict(base)
     for key, value in child.items():
         old = out.get(key)
+        if key in KIND_SECTIONS:  # a bare kind is the section {kind: ...}
+            old, value = _kind_section(key, old), _kind_section(key, value)
         if isinstance(old, dict) and isinstance(value, dict) and not _renames_task(key, old, value):
             out[key] = merge(old, value)
         else:
@@ -207,7 +249,23 @@ def merge(base: dict, child: dict) -> dict:
     return out
 
 
+def _kind_section(key: str, value: Any) -> Any:
+    """A section whose variants are kinds (`train.pipeline`, `env`) in its `{kind: ...}` spelling, where
+    it was written as a bare name (or, for env, with the older `enabled`)."""
+    if isinstance(value, str):
+        return {"kind": value}
+    if key == "env" and isinstance(value, dict) and "enabled" in value:
+        try:
+            return env_section(value)
+        except ValueError:
+            return value  # validation names what is wrong
+    return value
+
+
 def _renames_task(key: str, old: dict, new: dict) -> bool:
+    """A section naming another task (or another kind of pipeline or sample) replaces the base's whole."""
+    if key in KIND_SECTIONS:
+        return "kind" in new and "kind" in old and new["kind"] != old["kind"]
     return key == "task" and "name" in new and new["name"] != old.get("name", "fund_assistant")
 
 

@@ -46,9 +46,6 @@ class RolloutConfig(Section):
     """Drop tokens less likely than min_p times the most likely one (0: off). Cuts the junk tail that
     breaks JSON at high temperature while keeping real alternatives (e.g. a rarely chosen tool). The
     learner still scores samples under the full distribution, as vLLM's returned logprobs are."""
-    max_in_flight: int = Field(64, ge=1, le=4096)
-    """train.pipeline stream: samples (completions or episodes) each worker keeps in flight; a group
-    starts only when all its n samples fit (one group at least)."""
     max_tokens: int = Field(350, ge=8, le=8192)
     """Longest completion (the field report's 7B run: 350)."""
     max_model_len: int = Field(1024, ge=64)

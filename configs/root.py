@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import model_validator
+from pydantic import field_validator, model_validator
 
 from configs.algorithm import AlgorithmConfig
 from configs.base import Section
 from configs.cluster import ClusterConfig
-from configs.env import EnvConfig
+from configs.env import Completions, EnvConfig, env_section
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
+from configs.pipeline import upgrade
 from configs.reward import RewardConfig
 from configs.rollout import RolloutConfig
 from configs.task import TaskConfig
@@ -36,12 +37,29 @@ class Config(Section):
     """The RL objective."""
     train: TrainConfig = TrainConfig()
     """The step loop, warm-up, eval and outputs."""
-    env: EnvConfig = EnvConfig()
-    """Multi-turn agent episodes (off: single-turn completions)."""
+    env: EnvConfig = Completions()
+    """What a sample is: a single-turn completion, or a multi-turn agent episode (configs/env.py)."""
     cluster: ClusterConfig = ClusterConfig()
     """How the job meets Ray."""
     tracking: TrackingConfig = TrackingConfig()
     """The experiment trackers (TensorBoard, MLflow, W&B) the run reports to."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        """Keys an older config has that now live in the pipeline's section, moved there (configs and run
+        folders written before still load)."""
+        if isinstance(data, dict):
+            train, rollout = data.get("train", {}), data.get("rollout", {})
+            if isinstance(train, dict) and isinstance(rollout, dict):
+                train, rollout = upgrade(train, rollout)
+                data = {**data, "train": train, "rollout": rollout}
+        return data
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_kind(cls, value: Any) -> Any:
+        return env_section(value)
 
     @model_validator(mode="after")
     def _cross_checks(self) -> Config:
@@ -54,10 +72,10 @@ class Config(Section):
         if self.env.enabled:
             self._episode_checks()
         elif drill.steps or drill.mix or drill.answers:
-            raise ValueError("train.warmup.drill: the entity drill is for agent episodes; set env.enabled")
+            raise ValueError("train.warmup.drill: the entity drill is for agent episodes; set env: episodes")
         elif self.train.warmup.swap_entities:
             raise ValueError("train.warmup.swap_entities: entity swapping is for agent episodes; "
-                             "set env.enabled")
+                             "set env: episodes")
         if self.model.name == "tiny":
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
             if self.model.tiny.hidden_size % self.model.tiny.num_heads:
@@ -112,13 +130,13 @@ class Config(Section):
             # rewards (agent episodes are scored by the environment and use none).
             raise ValueError("reward.functions is empty: single-turn completions need at least one reward "
                              "function (e.g. [{name: gt}]); "
-                             "only agent episodes (env.enabled) are scored without")
+                             "only agent episodes (env: episodes) are scored without")
         files = [k for k in ("train_file", "eval_file") if getattr(self.task, k)]
         if self.env.enabled and files:
             # Agent episodes play the task's episode_rows (its own generator); data files are never read.
-            raise ValueError(f"{' and '.join(f'task.{k}' for k in files)}: agent episodes (env.enabled) "
+            raise ValueError(f"{' and '.join(f'task.{k}' for k in files)}: agent episodes (env: episodes) "
                              "play the task's generated episodes and read no data file; "
-                             "drop the file or set env.enabled=false")
+                             "drop the file or set env: completions")
 
     def _episode_checks(self) -> None:
         """What agent episodes need besides the single-turn loop's settings: refused before anything
@@ -145,7 +163,7 @@ class Config(Section):
         own = self.rollout if role == "rollout" else self.learner
         if own.num_threads != "auto":
             return own.num_threads
-        if self.train.pipeline != "sync" and not alone:
+        if self.train.pipeline.overlaps and not alone:
             return max(1, int(own.num_cpus))
         reserved = (self.rollout.num_workers * self.rollout.num_cpus
                     + self.learner.world_size * self.learner.num_cpus)

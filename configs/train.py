@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator
 
 from configs.base import Section
+from configs.pipeline import KINDS, PipelineConfig, SyncPipeline
 
 # Every seed key's upper bound. train.seed + a worker's index (below 1024) becomes the vLLM engine's seed,
 # which vLLM hands to np.random.seed (0 <= seed < 2**32); the step seed train.seed * 100_003 + step must
@@ -107,37 +108,22 @@ class TrainConfig(Section):
     """Adaptive sampling: weight every category keeps however well it is solved."""
     adaptive_ema: float = Field(0.3, gt=0.0, le=1.0)
     """Adaptive sampling: weight of the newest step in each category's moving tool accuracy."""
-    pipeline: Literal["sync", "one_step_off", "stream"] | None = None
-    """Where a step's batch comes from. `sync`: sampled when the step asks, by the policy the learner
-    has (generate, learn, push, one after another). `one_step_off`: step k+1's batch is sampled while
-    the learner trains on step k's, one version behind. `stream`: every worker keeps
-    `rollout.max_in_flight` samples in flight and refills a slot the moment a sample finishes; weights
-    are taken at fixed points of the sample stream (a sample may span versions, each token keeps its
-    own), at most `max_staleness` versions behind, bit-reproducibly (docs/algorithm.md#the-streamed-pipeline).
-    None: `sync` with max_staleness 0, `one_step_off` with 1."""
-    max_staleness: int = Field(0, ge=0, le=8)
-    """The bound k in policy versions between the learner and the policy that sampled a token it
-    trains on. `sync`: 0; `one_step_off`: 1; `stream`: 0 to 8 (0 streams within a step only)."""
+    pipeline: PipelineConfig = SyncPipeline()
+    """Where a step's batch comes from (configs/pipeline.py). `sync`: sampled when the step asks, by the
+    policy the learner has. `one_step_off`: step k+1's batch is sampled while the learner trains on step
+    k's. `stream` (with its own `max_staleness` and `max_in_flight`): every worker keeps samples in flight
+    and takes weights at fixed points of its stream. A bare name is the kind with its defaults."""
 
-    @model_validator(mode="before")
+    @field_validator("pipeline", mode="before")
     @classmethod
-    def _pipeline(cls, data: Any) -> Any:
-        """Fill in the pipeline from the bound (or the bound from `one_step_off`); refuse a mismatch."""
-        if not isinstance(data, dict):
-            return data
-        pipeline, k = data.get("pipeline"), data.get("max_staleness", 0)
-        if not isinstance(k, int) or pipeline not in (None, "sync", "one_step_off"):
-            return data  # the field validation names what is wrong; `stream` takes any bound
-        if pipeline is None:
-            if k > 1:
-                raise ValueError(f"train.max_staleness {k}: above 1 only train.pipeline=stream keeps a bound")
-            return {**data, "pipeline": "one_step_off" if k else "sync"}
-        if pipeline == "sync" and k:
-            raise ValueError(f"train.pipeline=sync trains on-policy: train.max_staleness must be 0, not {k}")
-        if pipeline == "one_step_off" and k > 1:
-            raise ValueError(f"train.pipeline=one_step_off is one version behind: train.max_staleness must "
-                             f"be 1, not {k} (a larger bound: train.pipeline=stream)")
-        return {**data, "max_staleness": 1} if pipeline == "one_step_off" else data
+    def _pipeline_kind(cls, value: Any) -> Any:
+        """`pipeline: stream` is `pipeline: {kind: stream}`; a section without a kind is refused by name."""
+        if isinstance(value, str):
+            return {"kind": value}
+        if isinstance(value, dict) and "kind" not in value:
+            raise ValueError(f"train.pipeline: name its kind ({', '.join(KINDS)}), e.g. {{kind: stream, "
+                             f"...}}")
+        return value
 
     warmup: WarmupConfig = WarmupConfig()
     """SFT warm-up stage."""

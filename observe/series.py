@@ -120,7 +120,7 @@ class StepTime:
 def step_times(rows: list[dict[str, Any]]) -> list[StepTime]:
     """Each row's time/* keys split into wall time, sequential phases and generation run ahead.
 
-    With train.max_staleness 1 a step's batch is launched just before the previous step's learn and
+    With train.pipeline one_step_off a step's batch is launched just before the previous step's learn and
     collected after it, and its time/generate (launch → collection) is recorded on the step that trains
     on it; the rows say nothing else about the mode. So the data decides: a step's phases, all timed
     inside it, cannot add up to more than its wall time unless its generation ran elsewhere; then that

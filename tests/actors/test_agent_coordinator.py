@@ -108,7 +108,7 @@ def test_the_episode_eval_is_written_with_every_episode(agent):
 
 
 # ---- everything the single-turn loop has, on episodes ---------------------------------------------------
-PIPELINED = [*AGENT, "task.options.episode_flaw=none", "train.steps=4", "train.max_staleness=1",
+PIPELINED = [*AGENT, "task.options.episode_flaw=none", "train.steps=4", "train.pipeline=one_step_off",
              "algorithm.loss.dart=true", "algorithm.difficulty.enabled=true",
              "algorithm.difficulty.num_samples=2",
              "train.sampling=adaptive", "train.adaptive_by=kind"]
@@ -199,8 +199,8 @@ def test_streamed_episodes_on_the_real_engine(tmp_path, ray_local):
     """Agent episodes in train.pipeline stream with the real vLLM worker and learner (Ray actors):
     every episode is played turn by turn to its end, its policy tokens carry versions within k = 1."""
     cfg = load_config("tiny-cpu-agent", [*AGENT, "train.warmup.enabled=false", "train.steps=3",
-                                         "train.pipeline=stream", "train.max_staleness=1",
-                                         "rollout.max_in_flight=6", "train.eval_before=false",
+                                         "train.pipeline=stream", "train.pipeline.max_staleness=1",
+                                         "train.pipeline.max_in_flight=6", "train.eval_before=false",
                                          "train.checkpoint_every=2"])
     coord = Coordinator(cfg, str(tmp_path / "run"))
     try:

@@ -208,8 +208,9 @@ def test_a_second_pass_over_the_batch_is_off_policy(filtered):
     assert all(not r["ngrpo_active"] for r in rows)
 
 
-STREAM = [*SMALL, "train.steps=4", "train.pipeline=stream", "train.max_staleness=2", "rollout.max_tokens=32",
-          "rollout.max_in_flight=6", "train.checkpoint_every=2", "train.eval_before=false"]
+STREAM = [*SMALL, "train.steps=4", "train.pipeline=stream", "train.pipeline.max_staleness=2",
+          "rollout.max_tokens=32", "train.pipeline.max_in_flight=6", "train.checkpoint_every=2",
+          "train.eval_before=false"]
 
 
 def _streamed_coordinator(run_dir) -> Coordinator:
@@ -376,7 +377,7 @@ def test_the_state_a_stop_inside_a_step_saves_is_the_state_before_that_step(tmp_
     it must be that state as the step began, not as the step's own draw (prompt queues) or the pipeline
     left it. It equals the regular checkpoint written at the end of the step before."""
     over = ["train.checkpoint_every=2", "algorithm.ngrpo.mode=dynamic", "train.sampling=adaptive",
-            "train.adaptive_by=kind", f"train.max_staleness={staleness}"]
+            "train.adaptive_by=kind", f"train.pipeline={('sync', 'one_step_off')[staleness]}"]
     coord, _ = _run(tmp_path, over, _script_spread, 4, take=3)
     saved = json.loads((coord.run.dir / "checkpoints" / "step_00002" / "coordinator.json").read_text())
     assert json.loads(json.dumps(coord._before_step)) == saved

@@ -37,7 +37,7 @@ CASES = {
                                    "OSError: [Errno 28] No space left on device; "
                                    "the newest complete checkpoint is runs/x/step_000002"),
     PushError: lambda: PushError("worker 1 generated with version 2; "
-                                 "the learner is at 4 and train.max_staleness is 1"),
+                                 "the learner is at 4 and this pipeline trains at most 1 version(s) behind"),
     RoleFailure: lambda: RoleFailure("rollout", 1, NODE, "ValueError: Available memory on node 0 "
                                      "is less than requested memory for kv (1048576.0 GiB)"),
     PreflightError: lambda: PreflightError(["train.run_dir: cannot write the run directory /ro/x (Read-only)",

@@ -50,7 +50,7 @@ def test_the_gpu_preset_layout_runs_on_three_cpu_nodes(cluster, tmp_path):
     cfg = json.loads((run.run_dir / "config.json").read_text())
     assert cfg["rollout"]["tensor_parallel_size"] == 2 and cfg["rollout"]["serve_mode"] == "adapter"
     assert cfg["learner"]["zero_stage"] == 3 and cfg["learner"]["gradient_checkpointing"]
-    assert cfg["train"]["max_staleness"] == 1
+    assert cfg["train"]["pipeline"] == {"kind": "one_step_off"}
     where = run.events("placement")[0]
     rollout, learner = [x["node"] for x in where["rollout"]], [x["node"] for x in where["learner"]]
     assert len(set(rollout)) == 2 and len(set(learner)) == 1  # SPREAD workers, one node for the ranks

@@ -123,9 +123,9 @@ def test_no_reward_functions_is_refused_for_single_turn_only():
 
 # j. Data files that would be ignored.
 @pytest.mark.parametrize("preset,overrides,keys", [
-    ("tiny-cpu-agent", ["task.train_file=rows.jsonl"], ("task.train_file", "env.enabled")),
+    ("tiny-cpu-agent", ["task.train_file=rows.jsonl"], ("task.train_file", "env: completions")),
     ("tiny-cpu-agent", ["task.train_file=rows.jsonl", "task.eval_file=held.jsonl"],
-     ("task.train_file and task.eval_file", "env.enabled")),
+     ("task.train_file and task.eval_file", "env: completions")),
     ("tiny-cpu", ["task.eval_file=held.jsonl"], ("task.eval_file", "task.train_file")),
 ])
 def test_ignored_data_files_are_refused(preset, overrides, keys):

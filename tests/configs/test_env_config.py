@@ -15,9 +15,10 @@ def test_the_agent_preset_turns_episodes_on_and_fits_its_context():
 
 
 def test_episodes_take_the_pipeline_dart_and_the_difficulty_filter():
-    cfg = load_config("tiny-cpu-agent", ["train.max_staleness=1", "algorithm.loss.dart=true",
+    cfg = load_config("tiny-cpu-agent", ["train.pipeline=one_step_off", "algorithm.loss.dart=true",
                                          "algorithm.difficulty.enabled=true"])
-    assert cfg.train.max_staleness == 1 and cfg.algorithm.loss.dart and cfg.algorithm.difficulty.enabled
+    assert cfg.train.pipeline.kind == "one_step_off"
+    assert cfg.algorithm.loss.dart and cfg.algorithm.difficulty.enabled
 
 
 def test_an_episode_context_beyond_the_engine_is_refused():

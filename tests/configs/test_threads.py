@@ -8,7 +8,7 @@ import pytest
 from configs.loader import ConfigError, load_config
 
 PIPELINES = {"sync": ["train.pipeline=sync"], "one_step_off": ["train.pipeline=one_step_off"],
-             "stream": ["train.pipeline=stream", "train.max_staleness=2"]}
+             "stream": ["train.pipeline=stream", "train.pipeline.max_staleness=2"]}
 
 
 @pytest.mark.parametrize("preset", ["tiny-cpu", "tiny-cpu-agent"])

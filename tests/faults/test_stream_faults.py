@@ -15,7 +15,7 @@ from tests.faults.harness import STEPS, adapter_fingerprint, same_rows, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed, pytest.mark.faults]
 
-STREAM = ("train.pipeline=stream", "train.max_staleness=2", "rollout.max_in_flight=8")
+STREAM = ("train.pipeline=stream", "train.pipeline.max_staleness=2", "train.pipeline.max_in_flight=8")
 
 
 @pytest.fixture(scope="module")

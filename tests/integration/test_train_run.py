@@ -24,7 +24,7 @@ REQUIRED = ("step", "reward_mean", "reward_std", "frac_reward_zero_std", "ngrpo_
 
 
 def _config(world: int, stage: int, tmp_path, staleness: int = 0):
-    return load_config("tiny-cpu", [f"train.max_staleness={staleness}",
+    return load_config("tiny-cpu", [f"train.pipeline={('sync', 'one_step_off')[staleness]}",
         f"learner.world_size={world}", f"learner.zero_stage={stage}", "learner.num_cpus=1",
         "rollout.num_cpus=1", "rollout.n=4", "rollout.max_tokens=24",
                                     "rollout.kv_cache_memory_bytes=67108864",
@@ -90,7 +90,8 @@ def test_one_step_off_pipeline(tmp_path, ray_local):
 
 def _streamed_run(tmp_path, name: str) -> list[dict]:
     cfg = load_config("tiny-cpu", [
-        "train.pipeline=stream", "train.max_staleness=2", "rollout.max_in_flight=8", "rollout.n=4",
+        "train.pipeline=stream", "train.pipeline.max_staleness=2", "train.pipeline.max_in_flight=8",
+        "rollout.n=4",
         "rollout.max_tokens=24", "rollout.kv_cache_memory_bytes=67108864", "train.prompts_per_step=4",
         "train.steps=4", "train.warmup.enabled=false", "train.eval_before=false", "train.eval_limit=4",
         f"train.run_dir={tmp_path}", "learner.lr=0.05", "rollout.num_threads=1", "learner.num_threads=1"])

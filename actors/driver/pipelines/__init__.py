@@ -16,11 +16,11 @@ __all__ = ["Batch", "Delivered", "Pipeline", "Sampler", "make_pipeline"]
 
 def make_pipeline(cfg: Config, sampler: Sampler) -> Pipeline:
     """The pipeline `train.pipeline` names, built from the sampler and its own settings."""
-    t = cfg.train
+    t, p = cfg.train, cfg.train.pipeline
     build = {
         "sync": lambda: SyncPipeline(sampler, t.steps),
         "one_step_off": lambda: OneStepOffPipeline(sampler, t.steps),
-        "stream": lambda: StreamedPipeline(sampler, t.steps, t.max_staleness, cfg.rollout.max_in_flight,
+        "stream": lambda: StreamedPipeline(sampler, t.steps, p.max_staleness, p.max_in_flight,
                                            cfg.rollout.call_timeout_s, t.checkpoint_every),
     }
-    return build[t.pipeline]()
+    return build[p.kind]()

@@ -76,8 +76,8 @@ class Sampler:
     def stream_args(self) -> dict[str, Any]:
         """What each worker's sample stream is started with (`RolloutWorker.stream_start`)."""
         c = self.cfg
-        return {"n": c.rollout.n, "max_in_flight": c.rollout.max_in_flight,
-                "max_staleness": c.train.max_staleness, "seed": c.train.seed,
+        return {"n": c.rollout.n, "max_in_flight": c.train.pipeline.max_in_flight,
+                "max_staleness": c.train.pipeline.max_staleness, "seed": c.train.seed,
                 "drain_every": c.train.checkpoint_every, "offsets": c.algorithm.loss.dart,
                 **self.work.sampling()}
 

@@ -42,7 +42,7 @@ class SyncPipeline:
         for worker, v in enumerate(batch.gen.versions):
             if not 0 <= version - v <= self.bound:
                 raise PushError(f"worker {worker} generated with version {v}; the learner is at {version} "
-                                f"and train.max_staleness is {self.bound}")
+                                f"and this pipeline trains at most {self.bound} version(s) behind")
         return batch
 
     def deliver(self, step: int, batch: TrainBatch | None) -> Delivered:

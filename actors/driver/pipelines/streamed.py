@@ -11,7 +11,7 @@ and so does its engine. While the learner updates, the pipeline keeps serving th
 whatever order they finished in: timing decides only who waits, never what is trained.
 
 The numbers the stream adds to a step's row: `engine_occupancy` (running sequences per engine step
-over `rollout.max_in_flight`), the per-token version lag of the batch (mean and max, policy tokens
+over the pipeline's `max_in_flight`), the per-token version lag of the batch (mean and max, policy tokens
 only), `frac_partial` (samples whose tokens span more than one version), `stale_dropped` (samples with a
 token more than k versions behind: never trained on; 0 unless something broke the schedule), and
 `time/weight_wait`, the seconds workers stood at a due point waiting for the learner (summed over the
