@@ -68,7 +68,6 @@ def env_section(value: Any) -> Any:
             value = {k: v for k, v in value.items() if k not in EPISODE_KEYS}
             value["kind"] = "completions"
         else:
-            raise ValueError(f"env.enabled: true or false (got {enabled!r}); or write env.kind: "
-                             f"{' | '.join(KINDS)}")
+            raise ValueError(f"enabled: true or false (got {enabled!r}); or write kind: {' | '.join(KINDS)}")
     value.setdefault("kind", "completions")
     return value

@@ -135,7 +135,15 @@ def _apply(data: dict, parts: list[str], value: Any, origin: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"{origin}: {'.'.join(parts[: i + 1])} is a value, not a section")
         node = child
-    node[parts[-1]] = value
+    last = parts[-1]
+    if last in KIND_SECTIONS and isinstance(value, str):  # a kind by name: the section's settings stay
+        current = _kind_section(last, node.get(last))  # when it is already of that kind
+        node[last] = current if isinstance(current, dict) and current.get("kind") == value else value
+    elif last == "kind" and len(parts) > 1 and parts[-2] in KIND_SECTIONS and node.get("kind") != value:
+        node.clear()  # another kind: its section starts from that kind's defaults
+        node["kind"] = value
+    else:
+        node[last] = value
 
 
 def _submodel(ann: Any) -> type[BaseModel] | None:

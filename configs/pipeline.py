@@ -60,7 +60,7 @@ class StreamPipeline(Section):
 
     kind: Literal["stream"] = "stream"
     """The section's kind (a bare name stands for the kind with its defaults)."""
-    max_staleness: int = Field(1, ge=0, le=8)
+    max_staleness: int = Field(0, ge=0, le=8)
     """The bound k in policy versions between the learner and the policy that sampled a token it trains
     on (0 streams within a step only)."""
     max_in_flight: int = Field(DEFAULT_SLOTS, ge=1, le=4096)
@@ -77,10 +77,11 @@ KINDS = ("sync", "one_step_off", "stream")
 
 
 def upgrade(train: dict, rollout: dict) -> tuple[dict, dict]:
-    """`train` and `rollout` with the keys the pipeline section replaced moved into it: the older
-    `train.max_staleness` (0 sync, 1 one-step-off, or a streamed run's bound) and `rollout.max_in_flight`
-    (a streamed run's slots), so configs and run folders written before still load. What the older keys
-    said that no kind can hold is refused, with the spelling to write instead."""
+    """`train` and `rollout` with the keys the pipeline section replaced moved into it, so configs and run
+    folders written before still load and mean what they meant: the older `train.max_staleness` (0 sync,
+    1 one-step-off, or a streamed run's bound) and `rollout.max_in_flight` (a streamed run's slots; it
+    did nothing otherwise). A bound above 1 outside a stream was refused then and is now, with the
+    spelling to write."""
     k, slots = train.get("max_staleness"), rollout.get("max_in_flight")
     if k is None and slots is None:
         return train, rollout
@@ -88,20 +89,16 @@ def upgrade(train: dict, rollout: dict) -> tuple[dict, dict]:
     rollout = {key: v for key, v in rollout.items() if key != "max_in_flight"}
     pipeline = train.get("pipeline")
     kind = pipeline.get("kind") if isinstance(pipeline, dict) else pipeline
-    if kind is None:
-        kind = "one_step_off" if k == 1 else "stream" if isinstance(k, int) and k > 1 else "sync"
+    if kind != "stream" and k is not None:
+        if k not in (0, 1):
+            raise ValueError(f"train.max_staleness {k}: only a streamed pipeline trains more than one "
+                             f"version behind; write train.pipeline: {{kind: stream, max_staleness: {k}}}")
+        kind = pipeline = "one_step_off" if k == 1 else "sync"  # the older bound chose between the two
     if kind == "stream":
         given = {"max_staleness": k, "max_in_flight": slots}
         section = pipeline if isinstance(pipeline, dict) else {"kind": "stream"}
         train["pipeline"] = {**section, **{key: v for key, v in given.items() if v is not None}}
         return train, rollout
-    bound = {"sync": 0, "one_step_off": 1}.get(kind)
-    if k is not None and bound is not None and k != bound:
-        spelled = "one_step_off" if k == 1 else f"{{kind: stream, max_staleness: {k}}}"
-        raise ValueError(f"train.max_staleness {k} with train.pipeline {kind}: the bound is the pipeline's "
-                         f"now; write train.pipeline: {spelled}")
-    if slots is not None and slots != DEFAULT_SLOTS:
-        raise ValueError(f"rollout.max_in_flight {slots}: slots are a streamed pipeline's now; write "
-                         f"train.pipeline: {{kind: stream, max_in_flight: {slots}}}")
-    train["pipeline"] = pipeline if pipeline is not None else kind
+    # rollout.max_in_flight did nothing outside a stream: it is dropped
+    train["pipeline"] = pipeline if pipeline is not None else "sync"
     return train, rollout

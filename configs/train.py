@@ -117,12 +117,14 @@ class TrainConfig(Section):
     @field_validator("pipeline", mode="before")
     @classmethod
     def _pipeline_kind(cls, value: Any) -> Any:
-        """`pipeline: stream` is `pipeline: {kind: stream}`; a section without a kind is refused by name."""
+        """`pipeline: stream` is `pipeline: {kind: stream}` (null, as older configs could write: sync); a
+        section without a kind is refused by name."""
+        if value is None:
+            return {"kind": "sync"}
         if isinstance(value, str):
             return {"kind": value}
         if isinstance(value, dict) and "kind" not in value:
-            raise ValueError(f"train.pipeline: name its kind ({', '.join(KINDS)}), e.g. {{kind: stream, "
-                             f"...}}")
+            raise ValueError(f"name its kind ({', '.join(KINDS)}), e.g. {{kind: stream, max_staleness: 2}}")
         return value
 
     warmup: WarmupConfig = WarmupConfig()

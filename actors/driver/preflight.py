@@ -145,6 +145,10 @@ def config_changes(cfg: Config, run_dir: Path) -> list[str]:
     if not saved_path.exists():
         return []
     saved = json.loads(saved_path.read_text(encoding="utf-8"))
+    try:  # as this version writes it: keys an older version spelled elsewhere are moved (configs/pipeline.py)
+        saved = redacted(Config.model_validate(saved).model_dump(mode="json"))
+    except Exception:  # noqa: BLE001 - what no longer loads is compared as written, key by key
+        pass
     now = redacted(cfg.model_dump(mode="json"))
     diff = [k for k in _diff(saved, now) if not k.startswith(MAY_CHANGE)]
     if not diff:

@@ -47,7 +47,7 @@ class Roles:
         self.cfg, self.backend, self.classes = cfg, backend, classes
         self.env_vars, self.name_prefix, self.recovering = env_vars, name_prefix, recovering
         self.update_ref: Any = None  # the policy every worker serves (None: the base model)
-        self.updates = 0  # learner updates answered (a failure before one leaves the learner as it was)
+        self.updates = 0  # learner updates asked for (a failure before one leaves the learner as it was)
         self.probe: tuple[list[int], list[int]] | None = None
 
     # ---- start ------------------------------------------------------------------------------------
@@ -157,11 +157,12 @@ class Roles:
         """One update on every rank (the batch travels as one object reference); `meanwhile(refs)` runs
         while it does (a streamed pipeline keeps its workers sampling) and returns once refs are ready."""
         refs = [self.backend.call(a, "train_step", self.backend.put(batch)) for a in self.learners.actors]
+        # Counted once asked for: a failure while it runs (a worker's, while `meanwhile` serves) must not
+        # checkpoint the state before the step, since the learner may already hold the update.
+        self.updates += 1
         if meanwhile is not None:
             meanwhile(refs)
-        answers = self._wait(self.learners, refs, "learner", self.cfg.learner.call_timeout_s)
-        self.updates += 1
-        return merge_ranks(answers)
+        return merge_ranks(self._wait(self.learners, refs, "learner", self.cfg.learner.call_timeout_s))
 
     def sample(self, items: list, method: str = "generate", **sampling: Any) -> Generation:
         """n samples per item, split over the workers in order (`launch`, then `finish`)."""

@@ -12,10 +12,12 @@ token ids + logprobs tagged with the policy version. How its engine is built is
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from actors.worker.agent_loop import run_episodes
-from actors.worker.engine import build_engine
+from actors.worker.engine import build_engine, engine_env
 from actors.worker.offsets import token_char_offsets
 from actors.worker.served_policy import ServedPolicy
 from configs.model import LoraConfig
@@ -40,6 +42,8 @@ class RolloutWorker:
         worker_index: int = 0,
         seed: int = 0,
     ) -> None:
+        for k, v in engine_env().items():  # before transformers and vLLM are imported (offline, quiet)
+            os.environ.setdefault(k, v)
         from transformers import AutoTokenizer
 
         from actors.worker import vllm_tap

@@ -8,7 +8,8 @@ finishes goes to its environment and the episode's next turn is added to the eng
 What decides the numbers depends only on counts in the stream, never on timing:
 - Groups start in the order they were fed (batch by batch, each batch's groups in order).
 - A group of batch b may start once the worker serves the policy of step b - 1 - k (k:
-  `train.max_staleness`). The worker takes the policy of step p at its *due point*: when the next group
+  the pipeline's `max_staleness`).
+  The worker takes the policy of step p at its *due point*: when the next group
   to start belongs to batch p + 1 + k and every group of batches up to max(p, p + k - 1) has finished.
   Up to p, because step p trains on batch p (the learner cannot make that policy before); up to
   p + k - 1, because those batches may finish under the policy held (their tokens stay within k) and

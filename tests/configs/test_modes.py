@@ -18,7 +18,7 @@ def _refused(overrides: list[str], preset: str = "tiny-cpu") -> str:
 def test_a_bare_kind_is_the_kind_with_its_defaults():
     cfg = load_config("tiny-cpu", ["train.pipeline=stream"])
     assert cfg.train.pipeline.kind == "stream"
-    assert (cfg.train.pipeline.max_staleness, cfg.train.pipeline.max_in_flight) == (1, 64)
+    assert (cfg.train.pipeline.max_staleness, cfg.train.pipeline.max_in_flight) == (0, 64)
     assert load_config("tiny-cpu", ["train.pipeline=one_step_off"]).train.pipeline.max_staleness == 1
     assert load_config("tiny-cpu").train.pipeline.max_staleness == 0  # sync
     cfg = load_config("tiny-cpu", ["train.pipeline=stream", "train.pipeline.max_staleness=3",
@@ -46,16 +46,21 @@ def test_the_older_pipeline_keys_still_load():
                                    "rollout.max_in_flight=8"])
     assert (cfg.train.pipeline.kind, cfg.train.pipeline.max_staleness, cfg.train.pipeline.max_in_flight) == (
         "stream", 2, 8)
-    assert load_config("tiny-cpu", ["train.max_staleness=3"]).train.pipeline.max_staleness == 3  # a stream's
+    cfg = load_config("tiny-cpu", ["train.pipeline=stream", "train.max_staleness=3"])
+    assert cfg.train.pipeline.max_staleness == 3
+    assert load_config("tiny-cpu", ["train.pipeline=stream"]).train.pipeline.max_staleness == 0  # as before
 
 
-def test_what_the_older_keys_said_that_no_kind_holds_is_refused_with_the_new_spelling():
-    message = _refused(["train.pipeline=sync", "train.max_staleness=1"])
-    assert "write train.pipeline: one_step_off" in message, message
-    message = _refused(["train.pipeline=one_step_off", "train.max_staleness=2"])
-    assert "write train.pipeline: {kind: stream, max_staleness: 2}" in message, message
-    message = _refused(["rollout.max_in_flight=8"])
-    assert "write train.pipeline: {kind: stream, max_in_flight: 8}" in message, message
+def test_the_older_bound_chooses_between_sync_and_one_step_off_and_a_larger_one_asks_for_a_stream():
+    assert load_config("tiny-cpu", ["train.pipeline=sync", "train.max_staleness=1"]).train.pipeline.kind == (
+        "one_step_off")  # as a preset's sync was once written with max_staleness 0
+    cfg = load_config("tiny-cpu", ["train.pipeline=one_step_off", "train.max_staleness=0"])
+    assert cfg.train.pipeline.kind == "sync"
+    for over in (["train.max_staleness=2"], ["train.pipeline=one_step_off", "train.max_staleness=2"]):
+        message = _refused(over)
+        assert "write train.pipeline: {kind: stream, max_staleness: 2}" in message, message
+    # slots did nothing outside a stream: an old sync run's config still loads
+    assert load_config("tiny-cpu", ["rollout.max_in_flight=8"]).train.pipeline.kind == "sync"
 
 
 def test_an_overlay_of_another_kind_replaces_the_section_and_one_of_the_same_kind_merges():
@@ -80,8 +85,8 @@ def test_episodes_are_a_kind_with_their_own_limits():
 
 
 def test_the_older_env_spelling_still_loads():
-    cfg = load_config("tiny-cpu-agent", ["env.kind=completions", "env.enabled=true"])
-    assert cfg.env.kind == "episodes"
+    cfg = load_config("tiny-cpu", ["env.enabled=true", "env.max_context=256"])
+    assert cfg.env.kind == "episodes" and cfg.env.max_context == 256
     assert config_from_data({"env": {"enabled": False, "max_turns": 4}}).env.kind == "completions"
     data = {"env": {"enabled": True, "max_turns": 4, "max_context": 512}}
     env = config_from_data(merge(load_config_data(), data)).env
@@ -98,3 +103,14 @@ def load_config_data() -> dict:
     from configs.loader import load_data
 
     return load_data("tiny-cpu-agent")[0]
+
+
+def test_overrides_of_a_kind_keep_its_settings_and_another_kind_starts_from_its_defaults():
+    stream = ["train.pipeline=stream", "train.pipeline.max_staleness=2"]
+    assert load_config("tiny-cpu", [*stream, "train.pipeline=stream"]).train.pipeline.max_staleness == 2
+    assert load_config("tiny-cpu", [*stream, "train.pipeline.kind=sync"]).train.pipeline.kind == "sync"
+    agent = load_config("tiny-cpu-agent", ["env=episodes"]).env
+    assert agent.max_turns == 5 and agent.max_context == 640  # the preset's, kept
+    message = _refused(["env.kind=completions", "env.max_turns=5"], "tiny-cpu-agent")  # the section reset
+    assert "env.max_turns: unknown key (allowed for kind completions: kind)" in message, message
+    assert load_config("tiny-cpu-agent", ["env.enabled=true"]).env.max_turns == 5  # the older spelling too
