@@ -20,13 +20,19 @@ class EngineStepper:
         self._taken: dict[str, tuple[list[int], list[float]]] = {}  # tap: per request, so far
 
     def add(self, key: str, ids: list[int], max_tokens: int) -> None:
+        self.add_params(key, ids, self.params(max_tokens))
+
+    def add_params(self, key: str, ids: list[int], params: Any) -> None:
+        """Add a request with its own sampling parameters (one sample; ids in, ids out)."""
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
 
-        params = self.params(max_tokens)
         # With the tap only finished requests come back (the tap has every token as it is sampled);
         # without it, each step's new tokens, kept here until the request finishes or is paused.
         params.output_kind = RequestOutputKind.FINAL_ONLY if self.tap else RequestOutputKind.DELTA
+        params.detokenize = False  # ids only: the engine has no tokenizer
+        if not self.tap:  # the sampled tokens' logprobs, asked of vLLM
+            params.logprobs, params.flat_logprobs = 0, True
         self.engine.add_request(key, TokensPrompt(prompt_token_ids=list(ids)), params,
                                 lora_request=self.lora())
         self._live.add(key)

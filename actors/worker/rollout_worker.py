@@ -49,6 +49,8 @@ class RolloutWorker:
         from actors.worker import vllm_tap
 
         self.cfg, self.lora_cfg, self.worker_index = cfg, lora_cfg, worker_index
+        self.model_dir, self.tokenizer_dir = str(base_model_dir), str(tokenizer_dir)
+        self.gateway = None  # the OpenAI endpoint, once started (`gateway_start`)
         # The engine gets token ids and returns token ids: this worker tokenizes each prompt and decodes
         # each completion once, instead of vLLM detokenizing token by token (the lean path).
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
@@ -145,6 +147,43 @@ class RolloutWorker:
         """End the stream (the engine is emptied); returns the samples dropped."""
         stream, self.stream = getattr(self, "stream", None), None
         return stream.stop() if stream is not None else 0
+
+    # ---- the OpenAI gateway (actors.worker.gateway) -------------------------------------------------
+    def gateway_start(self, token: str, host: str = "127.0.0.1", chat_template: str | None = None,
+                      tool_parser: str | None = None, served_name: str = "policy") -> str:
+        """Serve this worker's engine as an OpenAI endpoint on `host` (a free port), for requests that
+        carry `token`; returns its address. `chat_template` (text) and `tool_parser` (a vLLM parser
+        name) render tools and read tool calls back."""
+        from actors.worker.gateway.render import Renderer
+        from actors.worker.gateway.server import Gateway
+
+        if self.gateway is None:
+            renderer = Renderer(self.model_dir, self.tokenizer_dir, self.cfg.max_model_len, served_name,
+                                chat_template, tool_parser)
+            self.gateway = Gateway(renderer, token, lambda: self.version, host)
+            self.gateway.start()
+        return self.gateway.address
+
+    def play_harness(self, rows: list[dict], harness: str, n: int | None = None, timeout_s: float = 60.0,
+                     concurrency: int = 16, seed: int | None = None, call: str = "h") -> list:
+        """n sessions of each row played by `harness` (`package.module:function`) against this worker's
+        gateway while this thread steps the engine (`actors.worker.gateway.harness`); the sessions'
+        recorded calls, rewards and failures."""
+        from actors.worker.engine_stepper import EngineStepper
+        from actors.worker.gateway.harness import load_harness, play
+
+        if self.gateway is None:
+            raise RuntimeError("play_harness before gateway_start")
+        stepper = EngineStepper(self.llm, lambda m: self._sampling(1, None, m, None),
+                                lambda: self.policy.lora_request, self._tap)
+        self._reseed(seed)
+        return play(self.gateway, stepper, load_harness(harness), rows, n or self.cfg.n, timeout_s,
+                    concurrency, call)
+
+    def gateway_stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
 
     def engine_counts(self) -> tuple[int, int] | None:
         """(engine steps, running sequences summed over them) so far, read from the tap (None without

@@ -1,0 +1,102 @@
+"""Harnesses: an agent written against the OpenAI client, played on the worker against its gateway.
+
+A harness is `async def harness(client, row) -> float | dict`: it gets an `openai.AsyncOpenAI` client
+already bound to the gateway and to its own session, and one row of the task; it returns the episode's
+reward (or a dict holding `reward` and any metrics). Many run at once on the gateway's loop (at most
+`concurrency`), each within `timeout_s`; while they run, the worker's thread steps the engine for them.
+A harness that raises or runs out of time is that episode's failure (counted, its error kept), never
+the worker's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+import traceback
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.worker.gateway.server import Gateway
+from actors.worker.sessions import Call
+
+Harness = Callable[[Any, dict], Awaitable[float | dict]]
+
+
+@dataclass
+class Played:
+    """One harness run: its session's recorded calls, its reward and metrics, or why it failed."""
+
+    session: str
+    row_index: int
+    calls: list[Call] = field(default_factory=list)
+    reward: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+
+
+def load_harness(path: str) -> Harness:
+    """`package.module:function` (an async function of (client, row))."""
+    module, _, name = path.partition(":")
+    if not module or not name:
+        raise ValueError(f"a harness is 'package.module:function', not {path!r}")
+    fn = getattr(importlib.import_module(module), name, None)
+    if fn is None or not asyncio.iscoroutinefunction(fn):
+        raise ValueError(f"{path}: not an async function (async def {name}(client, row) -> float | dict)")
+    return fn
+
+
+def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: int, timeout_s: float,
+         concurrency: int, prefix: str) -> list[Played]:
+    """n sessions of each row, played by `harness` through the gateway while this thread steps the
+    engine; in row order, each row's n sessions together."""
+    played = [Played(f"{prefix}-{i}-{j}", i) for i, _ in enumerate(rows) for j in range(n)]
+    done = asyncio.run_coroutine_threadsafe(_all(gateway, harness, rows, played, timeout_s, concurrency),
+                                            gateway.loop)
+    while not done.done():
+        gateway.bridge.pump(stepper)
+    done.result()
+    while gateway.bridge.pump(stepper, wait_s=0.0):  # requests a timed-out harness left in the engine
+        pass
+    for p in played:
+        p.calls = gateway.calls.pop(p.session, [])
+    return played
+
+
+async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: list[Played], timeout_s: float,
+               concurrency: int) -> None:
+    import openai
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(p: Played) -> None:
+        async with gate:
+            client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
+                                        max_retries=0, timeout=timeout_s)
+            t = time.perf_counter()
+            try:
+                out = await asyncio.wait_for(harness(client, dict(rows[p.row_index])), timeout_s)
+                p.reward, p.metrics = _reward(out)
+            except TimeoutError:
+                p.error = f"timed out after {timeout_s:g}s"
+            except Exception as e:  # noqa: BLE001 - the harness's own failure: this episode's
+                p.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+            finally:
+                p.seconds = time.perf_counter() - t
+                await client.close()
+
+    await asyncio.gather(*(one(p) for p in played))
+
+
+def _reward(out: Any) -> tuple[float, dict[str, float]]:
+    """A harness's return: a number, or a dict with `reward` (and metrics beside it)."""
+    if isinstance(out, dict):
+        if "reward" not in out:
+            raise ValueError(f"a harness's dict must hold 'reward' (got keys {sorted(out)})")
+        metrics = {k: float(v) for k, v in out.items() if k != "reward"}
+        return float(out["reward"]), metrics
+    if isinstance(out, bool) or not isinstance(out, int | float):
+        raise ValueError(f"a harness returns a number or a dict with 'reward', not {type(out).__name__}")
+    return float(out), {}

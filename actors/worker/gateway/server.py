@@ -1,0 +1,174 @@
+"""The gateway's HTTP side: an OpenAI-compatible endpoint on its own thread and event loop, in front of
+the worker's engine, recording every call of every session.
+
+Routes, under `/s/<session>/v1` (a harness's client is bound to its session by its base URL):
+`POST chat/completions`, `POST completions`, `GET models`. Every request must carry the run's token
+(`Authorization: Bearer <token>`); any other gets a 401. A request is rendered to prompt ids on the
+loop, its samples are queued for the worker's engine (`Bridge`: the engine has one owner, the thread
+that steps it), and the answer is rendered back; the call is recorded as the engine saw it (prompt ids,
+sampled ids, the engine's logprobs, the policy version): nothing is tokenized again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from actors.worker.gateway.render import Refused, Renderer
+from actors.worker.sessions import Call
+
+log = logging.getLogger(__name__)
+
+Sampled = tuple[list[int], list[float], str]  # sampled ids, their logprobs, finish reason
+
+
+class Bridge:
+    """Requests from the loop to the thread that steps the engine, and their samples back."""
+
+    def __init__(self) -> None:
+        self.waiting: queue.Queue = queue.Queue()
+        self.futures: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
+        self._keys = itertools.count()
+
+    async def sample(self, prompt_ids: list[int], params: list[Any]) -> list[Sampled]:
+        """One sample per `params`, from the engine (called on the loop)."""
+        loop = asyncio.get_running_loop()
+        futures = []
+        for p in params:
+            key = f"gw{next(self._keys)}"
+            fut = loop.create_future()
+            self.futures[key] = (loop, fut)
+            self.waiting.put((key, list(prompt_ids), p))
+            futures.append(fut)
+        return list(await asyncio.gather(*futures))
+
+    def pump(self, stepper: Any, wait_s: float = 0.01) -> int:
+        """On the engine's thread: add what is waiting, take one engine step, hand back what finished;
+        returns the requests in flight after it."""
+        try:
+            while True:
+                key, ids, params = self.waiting.get(block=not stepper.running(), timeout=wait_s)
+                stepper.add_params(key, ids, params)
+        except queue.Empty:
+            pass
+        if stepper.running():
+            for key, ids, logprobs, finish in stepper.step():
+                loop, fut = self.futures.pop(key)
+                loop.call_soon_threadsafe(_resolve, fut, (ids, logprobs, finish))
+        return stepper.running()
+
+
+def _resolve(fut: asyncio.Future, value: Any) -> None:
+    if not fut.done():  # the client may have gone
+        fut.set_result(value)
+
+
+class Gateway:
+    """The endpoint of one rollout worker (start, address, stop) and the calls it recorded per session."""
+
+    def __init__(self, renderer: Renderer, token: str, version: Callable[[], int], host: str = "127.0.0.1",
+                 port: int = 0) -> None:
+        self.renderer, self.token, self.version, self.host, self.port = renderer, token, version, host, port
+        self.bridge = Bridge()
+        self.calls: dict[str, list[Call]] = {}
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="gateway", daemon=True)
+        self._runner = None
+
+    # ---- life -------------------------------------------------------------------------------------
+    def start(self) -> str:
+        """Listen; returns the base address (`http://host:port`)."""
+        self._thread.start()
+        self.port = self.run(self._listen())
+        return self.address
+
+    @property
+    def address(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def base_url(self, session: str) -> str:
+        """What a client of `session` is pointed at."""
+        return f"{self.address}/s/{session}/v1"
+
+    def run(self, coro: Any) -> Any:
+        """Run `coro` on the gateway's loop and wait for it (from another thread)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        if self._runner is not None:
+            self.run(self._runner.cleanup())
+            self._runner = None
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+
+    async def _listen(self) -> int:
+        from aiohttp import web
+
+        app = web.Application(middlewares=[self._auth], client_max_size=64 * 1024**2)
+        app.add_routes([web.post("/s/{session}/v1/chat/completions", self._chat),
+                        web.post("/s/{session}/v1/completions", self._completion),
+                        web.get("/s/{session}/v1/models", self._models)])
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        return site._server.sockets[0].getsockname()[1]
+
+    # ---- requests ---------------------------------------------------------------------------------
+    def _authorized(self, request: Any) -> bool:
+        given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+        return hmac.compare_digest(given.encode(), self.token.encode())
+
+    @property
+    def _auth(self):
+        from aiohttp import web
+
+        @web.middleware
+        async def check(request, handler):
+            if not self._authorized(request):
+                return _error(web, 401, "a request needs the run's token (Authorization: Bearer ...)")
+            return await handler(request)
+
+        return check
+
+    async def _chat(self, request: Any) -> Any:
+        return await self._serve(request, self.renderer.chat, self.renderer.chat_response)
+
+    async def _completion(self, request: Any) -> Any:
+        return await self._serve(request, self.renderer.completion, self.renderer.completion_response)
+
+    async def _models(self, request: Any) -> Any:
+        from aiohttp import web
+
+        return web.json_response(await self.renderer.model_list())
+
+    async def _serve(self, request: Any, render: Callable, respond: Callable) -> Any:
+        from aiohttp import web
+
+        try:
+            body = await request.json()
+            if body.get("stream"):
+                raise Refused("streamed responses are not served; ask without stream")
+            rendered = await render(body)
+        except Refused as e:
+            return _error(web, 400, str(e))
+        except ValueError as e:  # pydantic's validation errors are ValueErrors too
+            return _error(web, 400, f"invalid request: {e}")
+        version = self.version()
+        samples = await self.bridge.sample(rendered.prompt_ids, rendered.params)
+        session = request.match_info["session"]
+        for ids, logprobs, finish in samples:
+            self.calls.setdefault(session, []).append(
+                Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
+        return web.json_response(await respond(rendered, samples))
+
+
+def _error(web: Any, status: int, message: str) -> Any:
+    kind = {400: "invalid_request_error", 401: "authentication_error"}.get(status, "error")
+    return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)

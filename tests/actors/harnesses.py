@@ -1,0 +1,63 @@
+"""Harnesses for tests/actors/test_gateway.py: agents written against the `openai` client, as a user
+writes them (`async def harness(client, row) -> float | dict`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import openai
+
+TOOLS = [{"type": "function", "function": {"name": "check_balance", "description": "the account's balance",
+                                           "parameters": {"type": "object", "properties": {}}}}]
+
+
+async def two_turns(client: openai.AsyncOpenAI, row: dict) -> float:
+    """Ask, then answer the model's turn with a tool result and ask again (whatever it said)."""
+    messages = [{"role": "user", "content": row["question"]}]
+    first = await client.chat.completions.create(model="policy", messages=messages, tools=TOOLS,
+                                                 temperature=0.0, max_tokens=24)
+    reply = first.choices[0].message
+    messages.append({"role": "assistant", "content": reply.content or "",
+                     "tool_calls": [{"id": "call_1", "type": "function",
+                                     "function": {"name": "check_balance", "arguments": "{}"}}]})
+    messages.append({"role": "tool", "tool_call_id": "call_1", "content": json.dumps({"balance": 100})})
+    await client.chat.completions.create(model="policy", messages=messages, tools=TOOLS, temperature=0.0,
+                                         max_tokens=24)
+    return 1.0
+
+
+async def one_turn_or_fail(client: openai.AsyncOpenAI, row: dict) -> dict:
+    if row["question"] == "raise":
+        raise RuntimeError("the harness failed")
+    if row["question"] == "hang":
+        await asyncio.sleep(3600)
+    out = await client.chat.completions.create(model="policy", max_tokens=8,
+                                               messages=[{"role": "user", "content": row["question"]}])
+    return {"reward": float(len(out.choices[0].message.content or "") > 0), "turns": 1.0}
+
+
+async def refusals(client: openai.AsyncOpenAI, row: dict) -> dict:
+    """What the gateway refuses (a status each), and what it serves besides chat."""
+    ask = {"model": "policy", "max_tokens": 4, "messages": [{"role": "user", "content": "hi"}]}
+    seen: dict[str, float] = {}
+    wrong = openai.AsyncOpenAI(base_url=str(client.base_url), api_key="not-the-token", max_retries=0)
+    try:
+        await wrong.chat.completions.create(**ask)
+    except openai.AuthenticationError as e:
+        seen["unauthorized"] = float(e.status_code)
+    finally:
+        await wrong.close()
+    try:
+        await client.chat.completions.create(**ask, tools=TOOLS, tool_choice="required")
+    except openai.BadRequestError as e:
+        seen["required_tool"] = float(e.status_code)
+    try:
+        await client.chat.completions.create(**ask, stop=["\n"])
+    except openai.BadRequestError as e:
+        seen["stop_strings"] = float(e.status_code)
+    models = await client.models.list()
+    seen["models"] = float([m.id for m in models.data] == ["policy"])
+    done = await client.completions.create(model="policy", prompt="<|im_start|>user\nhi", max_tokens=4)
+    seen["completion"] = float(len(done.choices) == 1)
+    return {"reward": 0.0, **seen}

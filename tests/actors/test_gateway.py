@@ -1,0 +1,75 @@
+"""The OpenAI gateway on a real rollout worker (the tiny model's vLLM engine, in this process), driven by
+the real `openai` client through harnesses (tests/actors/harnesses.py).
+
+It checks that what a session records is what the engine sampled and what the chat template renders
+(nothing tokenized again: greedy ids against the worker's own `generate` of the same prompt); that a
+two-turn conversation with a tool call is one sample; that tool calls come back parsed; that requests
+without the run's token, and requests that would sample off the policy, are refused; that a harness
+that raises or hangs is that episode's failure only."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors.worker.sessions import session_samples
+from models.tool_template import TOOL_PARSER, TOOLS_CHAT_TEMPLATE
+from tests.actors import harnesses
+
+TOKEN = "test-run-token"
+
+
+@pytest.fixture(scope="module")
+def worker(tiny_paths):
+    from actors.worker.rollout_worker import RolloutWorker
+    from configs.model import LoraConfig
+    from configs.rollout import RolloutConfig
+
+    cfg = RolloutConfig(n=2, max_tokens=24, max_model_len=512, kv_cache_memory_bytes=64 * 1024**2)
+    w = RolloutWorker(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, LoraConfig())
+    w.gateway_start(TOKEN, chat_template=TOOLS_CHAT_TEMPLATE, tool_parser=TOOL_PARSER)
+    yield w
+    w.gateway_stop()
+
+
+def _render(tok, messages, tools=None) -> list[int]:
+    text = tok.apply_chat_template(messages, tools=tools, chat_template=TOOLS_CHAT_TEMPLATE, tokenize=False,
+                                   add_generation_prompt=True)
+    return tok(text, add_special_tokens=False)["input_ids"]
+
+
+def test_a_session_records_the_rendered_prompt_and_the_ids_the_engine_sampled(worker, tiny_tokenizer):
+    (played,) = worker.play_harness([{"question": "查一下我的余额"}], "tests.actors.harnesses:two_turns", n=1)
+    assert played.error is None and played.reward == 1.0, played.error
+    first, second = played.calls
+    question = [{"role": "user", "content": "查一下我的余额"}]
+    assert first.prompt_ids == _render(tiny_tokenizer, question, harnesses.TOOLS)
+    greedy = worker.generate([tiny_tokenizer.decode(first.prompt_ids)], n=1, temperature=0.0,
+                             max_tokens=24).groups[0][0]
+    assert first.sampled_ids == greedy.token_ids  # what the engine samples for that prompt, unchanged
+    assert first.logprobs == pytest.approx(greedy.logprobs, abs=1e-5)
+    # The second call's prompt is the conversation so far (the reply, a tool result): it extends the
+    # first call's prompt and sampled ids token for token, so the session is one sample.
+    assert second.prompt_ids[: len(first.prompt_ids) + len(first.sampled_ids)] == (
+        first.prompt_ids + first.sampled_ids)
+    (sample,) = session_samples(played.calls)
+    assert sample.policy_tokens == len(first.sampled_ids) + len(second.sampled_ids)
+    observation = second.prompt_ids[len(first.prompt_ids) + len(first.sampled_ids):]
+    assert "<tool_response>" in tiny_tokenizer.decode(observation)
+
+
+def test_n_sessions_of_each_row_run_together_and_fail_alone(worker):
+    rows = [{"question": "查一下我的余额"}, {"question": "raise"}, {"question": "hang"}]
+    played = worker.play_harness(rows, "tests.actors.harnesses:one_turn_or_fail", n=2, timeout_s=5.0)
+    assert [p.row_index for p in played] == [0, 0, 1, 1, 2, 2]
+    ok, raised, hung = played[0:2], played[2:4], played[4:6]
+    assert all(p.error is None and p.reward is not None and len(p.calls) == 1 for p in ok)
+    assert all("RuntimeError: the harness failed" in p.error for p in raised)
+    assert all(p.error == "timed out after 5s" for p in hung)
+
+
+def test_requests_without_the_token_or_that_would_sample_off_the_policy_are_refused(worker):
+    (played,) = worker.play_harness([{}], "tests.actors.harnesses:refusals", n=1)
+    assert played.error is None, played.error
+    assert played.metrics == {"unauthorized": 401.0, "required_tool": 400.0, "stop_strings": 400.0,
+                              "models": 1.0, "completion": 1.0}
+    assert len(played.calls) == 1  # the completion; nothing refused was sampled
