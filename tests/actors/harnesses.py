@@ -61,3 +61,25 @@ async def refusals(client: openai.AsyncOpenAI, row: dict) -> dict:
     done = await client.completions.create(model="policy", prompt="<|im_start|>user\nhi", max_tokens=4)
     seen["completion"] = float(len(done.choices) == 1)
     return {"reward": 0.0, **seen}
+
+
+async def agents_sdk(client: openai.AsyncOpenAI, row: dict) -> dict:
+    """An OpenAI Agents SDK agent with a function tool, its model the gateway's (unchanged SDK code)."""
+    from agents import Agent, ModelSettings, OpenAIChatCompletionsModel, Runner, function_tool
+    from agents.exceptions import MaxTurnsExceeded, ModelBehaviorError
+
+    @function_tool
+    def check_balance() -> str:
+        """The account's balance."""
+        return json.dumps({"balance": 100})
+
+    agent = Agent(name="fund", instructions="Answer the user's question about their account.",
+                  tools=[check_balance],
+                  model=OpenAIChatCompletionsModel(model="policy", openai_client=client),
+                  model_settings=ModelSettings(temperature=0.0, max_tokens=16))
+    try:
+        result = await Runner.run(agent, row["question"], max_turns=2)
+        answered = float(isinstance(result.final_output, str))
+    except (MaxTurnsExceeded, ModelBehaviorError):  # the tiny model's answer, not the gateway's doing
+        answered = 0.0
+    return {"reward": answered, "answered": answered}

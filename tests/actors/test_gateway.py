@@ -73,3 +73,17 @@ def test_requests_without_the_token_or_that_would_sample_off_the_policy_are_refu
     assert played.metrics == {"unauthorized": 401.0, "required_tool": 400.0, "stop_strings": 400.0,
                               "models": 1.0, "completion": 1.0}
     assert len(played.calls) == 1  # the completion; nothing refused was sampled
+
+
+def test_an_openai_agents_sdk_agent_runs_unchanged_through_the_gateway(worker, tiny_tokenizer, monkeypatch):
+    monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # no traces sent anywhere
+    rows = [{"question": "查一下我的余额"}]
+    (played,) = worker.play_harness(rows, "tests.actors.harnesses:agents_sdk", n=1)
+    assert played.error is None, played.error
+    first = played.calls[0]
+    # the SDK's request, rendered by the gateway: its instructions as the system turn, its tool listed
+    text = tiny_tokenizer.decode(first.prompt_ids)
+    assert text.startswith("<|im_start|>system\nAnswer the user's question") and '"check_balance"' in text
+    greedy = worker.generate([text], n=1, temperature=0.0, max_tokens=16).groups[0][0]
+    assert first.sampled_ids == greedy.token_ids
+    assert len(session_samples(played.calls)) == 1

@@ -5,7 +5,10 @@ template, the tool-call parsers are vLLM's; the engine in between is the rollout
 What would sample off the policy, or what this engine cannot do, is refused with a 400 before anything
 is sampled: a forced tool (`tool_choice` `required` or a named function) and `response_format` (both
 constrain decoding with a grammar), `stop` strings and `bad_words` (the worker's engine has no
-detokenizer, so vLLM would ignore them), beam search and `echo`.
+detokenizer, so vLLM would ignore them), beam search and `echo`. A tool marked `strict` (the OpenAI
+Agents SDK marks its function tools so) is served without the grammar that would pin its arguments to
+the schema: the policy samples its call freely, and arguments that do not fit are the agent's to handle,
+as they are from any model.
 """
 
 from __future__ import annotations
@@ -67,7 +70,7 @@ class Renderer:
         from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest
 
         _refuse_off_policy(body)
-        request = ChatCompletionRequest.model_validate(body)
+        request = ChatCompletionRequest.model_validate(_unpinned(body))
         out = await self.render.render_chat_request(request)
         return self._rendered(request, out)
 
@@ -157,6 +160,17 @@ def _refuse_off_policy(body: dict) -> None:
                       "stop on the model's end-of-turn token")
     if body.get("n", 1) is not None and int(body.get("n", 1)) < 1:
         raise Refused("n must be at least 1")
+
+
+def _unpinned(body: dict) -> dict:
+    """The request with its tools' `strict` off (see the module docstring)."""
+    tools = body.get("tools")
+    if not tools:
+        return body
+    loose = [{**t, "function": {**t["function"], "strict": False}}
+             if isinstance(t, dict) and isinstance(t.get("function"), dict) and t["function"].get("strict")
+             else t for t in tools]
+    return {**body, "tools": loose}
 
 
 def _fan_out(params: Any) -> list[Any]:
