@@ -150,10 +150,12 @@ class RolloutWorker:
 
     # ---- the OpenAI gateway (actors.worker.gateway) -------------------------------------------------
     def gateway_start(self, token: str, host: str = "127.0.0.1", chat_template: str | None = None,
-                      tool_parser: str | None = None, served_name: str = "policy") -> str:
+                      tool_parser: str | None = None, served_name: str = "policy") -> dict:
         """Serve this worker's engine as an OpenAI endpoint on `host` (a free port), for requests that
-        carry `token`; returns its address. `chat_template` (text) and `tool_parser` (a vLLM parser
-        name) render tools and read tool calls back."""
+        carry `token`. `chat_template` (text; the tokenizer's own if None) and `tool_parser` (a vLLM
+        parser name) render tools and read tool calls back. Returns its address and whether the
+        template keeps earlier turns as a prefix (`actors.worker.gateway.probe`)."""
+        from actors.worker.gateway.probe import probe
         from actors.worker.gateway.render import Renderer
         from actors.worker.gateway.server import Gateway
 
@@ -162,7 +164,17 @@ class RolloutWorker:
                                 chat_template, tool_parser)
             self.gateway = Gateway(renderer, token, lambda: self.version, host)
             self.gateway.start()
-        return self.gateway.address
+
+            def render(messages: list[dict], tools: list[dict], generation: bool) -> str:
+                return self.tokenizer.apply_chat_template(messages, tools=tools, chat_template=chat_template,
+                                                          tokenize=False, add_generation_prompt=generation)
+
+            def encode(text: str) -> list[int]:
+                return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+            self.template = probe(render, encode)
+        return {"address": self.gateway.address, "template_keeps_prefix": self.template.keeps_prefix,
+                "template": self.template.detail}
 
     def play_harness(self, rows: list[dict], harness: str, n: int | None = None, timeout_s: float = 60.0,
                      concurrency: int = 16, seed: int | None = None, call: str = "h") -> list:

@@ -26,7 +26,8 @@ def worker(tiny_paths):
 
     cfg = RolloutConfig(n=2, max_tokens=24, max_model_len=512, kv_cache_memory_bytes=64 * 1024**2)
     w = RolloutWorker(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, LoraConfig())
-    w.gateway_start(TOKEN, chat_template=TOOLS_CHAT_TEMPLATE, tool_parser=TOOL_PARSER)
+    started = w.gateway_start(TOKEN, chat_template=TOOLS_CHAT_TEMPLATE, tool_parser=TOOL_PARSER)
+    assert started["address"].startswith("http://127.0.0.1:") and started["template_keeps_prefix"]
     yield w
     w.gateway_stop()
 

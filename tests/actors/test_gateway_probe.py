@@ -1,0 +1,31 @@
+"""The start-up probe of a chat template (actors/worker/gateway/probe.py) on the tiny tokenizer: the
+gateway's template keeps earlier turns as a prefix; one that rewrites them is caught at its turn."""
+
+from __future__ import annotations
+
+from actors.worker.gateway.probe import probe
+from models.tiny import CHAT_TEMPLATE
+from models.tool_template import TOOLS_CHAT_TEMPLATE
+
+# Like templates that drop past reasoning: an assistant turn's content shows only while it is the last.
+REWRITES = ("{% for m in messages %}<|im_start|>{{ m.role }}\n"
+            "{% if m.role != 'assistant' or loop.last %}{{ m.content }}{% endif %}<|im_end|>\n{% endfor %}"
+            "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+
+
+def _check(tok, template):
+    def render(messages, tools, generation):
+        return tok.apply_chat_template(messages, tools=tools, chat_template=template, tokenize=False,
+                                       add_generation_prompt=generation)
+
+    return probe(render, lambda text: tok(text, add_special_tokens=False)["input_ids"])
+
+
+def test_the_gateways_template_keeps_earlier_turns(tiny_tokenizer):
+    assert _check(tiny_tokenizer, TOOLS_CHAT_TEMPLATE).keeps_prefix
+    assert _check(tiny_tokenizer, CHAT_TEMPLATE).keeps_prefix  # it drops tool calls, the same each time
+
+
+def test_a_template_that_rewrites_past_turns_is_caught_at_the_turn(tiny_tokenizer):
+    found = _check(tiny_tokenizer, REWRITES)
+    assert not found.keeps_prefix and found.broken_at == 2 and "rewrites" in found.detail
