@@ -22,6 +22,7 @@ from actors.driver.checkpoints import CheckpointError
 from actors.driver.preflight import PreflightError
 from actors.errors import PushError, RoleFailure, RunStopped, describe, root_cause
 from actors.worker.agent_loop import TemplateDriftError
+from actors.worker.gateway.render import Refused
 from actors.worker.vllm_tap import TapError
 from cluster.actor_group import PlacementTimeout, creation_error
 from configs.loader import ConfigError
@@ -45,6 +46,7 @@ CASES = {
     TemplateDriftError: lambda: TemplateDriftError("the chat template's '<|im_end|>\\n' "
                                                    "decodes to '<|im_end|>'"),
     TapError: lambda: TapError("recorded 3 steps for 4 sampled tokens of request 0"),
+    Refused: lambda: Refused("tool_choice 'required' or a named function forces a grammar on the sampler"),
     CheckpointError: lambda: CheckpointError("runs/x/checkpoints/step_000004: coordinator.json is missing"),
     DataError: lambda: DataError("data/train.jsonl:7: solution is not JSON (Expecting value)"),
     CompareError: lambda: CompareError("unknown metric 'reward_mena': not in any run's metrics.jsonl"),
