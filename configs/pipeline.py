@@ -11,7 +11,7 @@ section refuses the key, and the message lists the keys the kind has.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field
 
@@ -25,16 +25,10 @@ class SyncPipeline(Section):
 
     kind: Literal["sync"] = "sync"
     """The section's kind (a bare name stands for the kind with its defaults)."""
-
-    @property
-    def max_staleness(self) -> int:
-        """On-policy: the learner trains on samples of its own version only."""
-        return 0
-
-    @property
-    def overlaps(self) -> bool:
-        """Whether sampling and learning run at the same time (they take turns here)."""
-        return False
+    # Not settings (a key of theirs is refused): the versions a sample may lag the learner (on-policy:
+    # none), and whether sampling and learning run at the same time (they take turns here).
+    max_staleness: ClassVar[int] = 0
+    overlaps: ClassVar[bool] = False
 
 
 class OneStepOffPipeline(Section):
@@ -42,15 +36,8 @@ class OneStepOffPipeline(Section):
 
     kind: Literal["one_step_off"] = "one_step_off"
     """The section's kind (a bare name stands for the kind with its defaults)."""
-
-    @property
-    def max_staleness(self) -> int:
-        """Every sample is exactly one version behind the learner."""
-        return 1
-
-    @property
-    def overlaps(self) -> bool:
-        return True
+    max_staleness: ClassVar[int] = 1  # every sample exactly one version behind
+    overlaps: ClassVar[bool] = True
 
 
 class StreamPipeline(Section):
@@ -66,10 +53,7 @@ class StreamPipeline(Section):
     max_in_flight: int = Field(DEFAULT_SLOTS, ge=1, le=4096)
     """Samples (completions or episodes) each worker keeps in flight; a group starts only when all its
     n samples fit (one group at least)."""
-
-    @property
-    def overlaps(self) -> bool:
-        return True
+    overlaps: ClassVar[bool] = True
 
 
 PipelineConfig = Annotated[SyncPipeline | OneStepOffPipeline | StreamPipeline, Field(discriminator="kind")]

@@ -12,12 +12,10 @@ token ids + logprobs tagged with the policy version. How its engine is built is
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from actors.worker.agent_loop import run_episodes
-from actors.worker.engine import build_engine, engine_env
+from actors.worker.engine import build_engine
 from actors.worker.offsets import token_char_offsets
 from actors.worker.served_policy import ServedPolicy
 from configs.model import LoraConfig
@@ -42,8 +40,9 @@ class RolloutWorker:
         worker_index: int = 0,
         seed: int = 0,
     ) -> None:
-        for k, v in engine_env().items():  # before transformers and vLLM are imported (offline, quiet)
-            os.environ.setdefault(k, v)
+        # The engine first: it sets the environment vLLM and transformers need (offline, quiet) before
+        # either is imported.
+        self.llm = build_engine(str(base_model_dir), cfg, lora_cfg, dtype, seed, worker_index)
         from transformers import AutoTokenizer
 
         from actors.worker import vllm_tap
@@ -54,7 +53,6 @@ class RolloutWorker:
         # The engine gets token ids and returns token ids: this worker tokenizes each prompt and decodes
         # each completion once, instead of vLLM detokenizing token by token (the lean path).
         self.tokenizer = AutoTokenizer.from_pretrained(str(tokenizer_dir))
-        self.llm = build_engine(str(base_model_dir), cfg, lora_cfg, dtype, seed, worker_index)
         # Logprobs of the sampled tokens from inside the engine where it runs (actors/worker/vllm_tap.py).
         self._tap = vllm_tap.available(self.llm)
         self.policy = ServedPolicy(self.llm, cfg, lora_cfg, str(base_model_dir), dtype, worker_index)

@@ -17,6 +17,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+Sampled = tuple[list[int], list[float], str]  # one sample: its ids, their logprobs, the finish reason
+
 
 class Refused(ValueError):
     """A request the gateway does not serve; the message says why (an HTTP 400)."""
@@ -100,46 +102,39 @@ class Renderer:
         return Rendered(request, out.request_id, list(out.token_ids), _fan_out(params))
 
     # ---- responses --------------------------------------------------------------------------------
-    def _choices(self, samples: list[tuple[list[int], list[float], str]]) -> list:
+    def _generated(self, rendered: Rendered, samples: list[Sampled]) -> Any:
+        """The samples as vLLM's token-level response, each without the end-of-turn id it stopped on
+        (vLLM does not show it either)."""
         from vllm.entrypoints.scale_out.token_in_token_out.protocol import (
             GenerateLogProbs,
             GenerateLogProbsContent,
             GenerateTokensChoice,
+            GenerateTokensResponse,
         )
 
         choices = []
         for i, (ids, logprobs, finish) in enumerate(samples):
-            shown = ids[:-1] if finish == "stop" and ids and ids[-1] in self.eos else ids  # as vLLM shows it
+            shown = ids[:-1] if finish == "stop" and ids and ids[-1] in self.eos else ids
             content = [GenerateLogProbsContent(token_id=t, logprob=lp) for t, lp in zip(shown, logprobs)]
             choices.append(GenerateTokensChoice(index=i, token_ids=shown, finish_reason=finish,
                                                 logprobs=GenerateLogProbs(content=content)))
-        return choices
+        return GenerateTokensResponse(request_id=rendered.request_id, choices=choices,
+                                      prompt_token_ids=rendered.prompt_ids)
 
-    async def chat_response(self, rendered: Rendered,
-                            samples: list[tuple[list[int], list[float], str]]) -> dict:
-        from vllm.entrypoints.scale_out.token_in_token_out.protocol import (
-            DerenderChatRequest,
-            GenerateTokensResponse,
-        )
+    async def chat_response(self, rendered: Rendered, samples: list[Sampled]) -> dict:
+        from vllm.entrypoints.scale_out.token_in_token_out.protocol import DerenderChatRequest
 
-        response = GenerateTokensResponse(request_id=rendered.request_id, choices=self._choices(samples),
-                                          prompt_token_ids=rendered.prompt_ids)
         out = await self.derender.derender_chat_response(DerenderChatRequest(
-            generate_response=response, chat_request=rendered.request, prompt_token_ids=rendered.prompt_ids,
-            prompt_tokens=len(rendered.prompt_ids), model=self.served_name))
+            generate_response=self._generated(rendered, samples), chat_request=rendered.request,
+            prompt_token_ids=rendered.prompt_ids, prompt_tokens=len(rendered.prompt_ids),
+            model=self.served_name))
         return _usage(_json(out), rendered, samples)
 
-    async def completion_response(self, rendered: Rendered,
-                                  samples: list[tuple[list[int], list[float], str]]) -> dict:
-        from vllm.entrypoints.scale_out.token_in_token_out.protocol import (
-            DerenderCompletionRequest,
-            GenerateTokensResponse,
-        )
+    async def completion_response(self, rendered: Rendered, samples: list[Sampled]) -> dict:
+        from vllm.entrypoints.scale_out.token_in_token_out.protocol import DerenderCompletionRequest
 
-        response = GenerateTokensResponse(request_id=rendered.request_id, choices=self._choices(samples),
-                                          prompt_token_ids=rendered.prompt_ids)
         out = await self.derender.derender_completion_response(DerenderCompletionRequest(
-            generate_responses=[response], completion_request=rendered.request,
+            generate_responses=[self._generated(rendered, samples)], completion_request=rendered.request,
             prompt_tokens=[len(rendered.prompt_ids)], prompt_token_ids=[rendered.prompt_ids],
             model=self.served_name))
         return _usage(_json(out), rendered, samples)
@@ -193,7 +188,7 @@ def _json(out: Any) -> dict:
     return out.model_dump(mode="json", exclude_none=True)
 
 
-def _usage(body: dict, rendered: Rendered, samples: list[tuple[list[int], list[float], str]]) -> dict:
+def _usage(body: dict, rendered: Rendered, samples: list[Sampled]) -> dict:
     """Usage counted from every sampled id (the end-of-turn token included, as the engine sampled it)."""
     done = sum(len(ids) for ids, _, _ in samples)
     body["usage"] = {"prompt_tokens": len(rendered.prompt_ids), "completion_tokens": done,

@@ -20,12 +20,10 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from actors.worker.gateway.render import Refused, Renderer
+from actors.worker.gateway.render import Refused, Renderer, Sampled
 from actors.worker.sessions import Call
 
 log = logging.getLogger(__name__)
-
-Sampled = tuple[list[int], list[float], str]  # sampled ids, their logprobs, finish reason
 
 
 class Bridge:
