@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     mc, work = cfg.model, workload_for(cfg, task)
-    paths = resolve_model(mc, *task.tokenizer_text(episodes=work.episodes))  # the run's own tokenizer
+    paths = resolve_model(mc, *work.tokenizer_text())  # the run's own tokenizer
     warm = run / "warmup_model" if run else None
     base = args.base or (str(warm) if warm and (warm / "config.json").exists() else None) \
         or _adapter_base(adapter) or str(paths.model_dir)

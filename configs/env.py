@@ -3,6 +3,7 @@ environment (with their own turn and context limits, which completions do not ha
 
     env: completions                                   # the default
     env: {kind: episodes, max_turns: 6, max_context: 768}
+    env: {kind: harness, harness: my_agents.support:play}   # an agent written against the OpenAI client
 
 The older spelling `env: {enabled: true, ...}` still loads: `enabled: true` is `kind: episodes` with the
 keys beside it, `enabled: false` is `completions` (any episode keys beside it did nothing, and are dropped).
@@ -16,7 +17,7 @@ from pydantic import Field
 
 from configs.base import Section
 
-KINDS = ("completions", "episodes")
+KINDS = ("completions", "episodes", "harness")
 EPISODE_KEYS = ("max_turns", "max_context")
 
 
@@ -49,7 +50,37 @@ class Episodes(Section):
         return True
 
 
-EnvConfig = Annotated[Completions | Episodes, Field(discriminator="kind")]
+class Harness(Section):
+    """Agent episodes played by a harness: the user's own agent, an `async def f(client, row) -> float |
+    dict` written against the OpenAI client, talking to the rollout worker's OpenAI endpoint (the gateway);
+    each session's recorded engine calls are the sample, the harness's return its reward."""
+
+    kind: Literal["harness"] = "harness"
+    """The section's kind."""
+    harness: str
+    """`package.module:function`: the async function that plays one row's episode with the client it is
+    given (bound to the gateway and its own session) and returns the reward, or a dict holding `reward`,
+    optionally `success` (the judge; without it, success is reward >= 1) and any metrics."""
+    max_turns: int = Field(6, ge=1, le=32)
+    """Model calls a session may make; a call beyond them is answered with an error (HTTP 400) and the
+    episode counts as truncated."""
+    concurrency: int = Field(16, ge=1, le=1024)
+    """Harnesses running at once on one worker (each waits on the engine between its calls)."""
+    timeout_s: float = Field(120.0, gt=0)
+    """One episode's time limit; a harness still running after it is cut, a counted failure."""
+    chat_template: str = "tools"
+    """`tools`: a ChatML template that renders tools, tool calls and tool results in the hermes format
+    (models/tool_template.py); `model`: the tokenizer's own; anything else: a template file's path."""
+    tool_parser: str | None = "hermes"
+    """vLLM's tool-call parser reading the model's calls back (`hermes` reads the `tools` template's
+    format); None: no tool calls are parsed (content only)."""
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+
+EnvConfig = Annotated[Completions | Episodes | Harness, Field(discriminator="kind")]
 
 
 def env_section(value: Any) -> Any:

@@ -141,7 +141,9 @@ class Config(Section):
     def _episode_checks(self) -> None:
         """What agent episodes need besides the single-turn loop's settings: refused before anything
         starts. (The one-step-off pipeline, DART weights per turn and the difficulty filter all apply.)"""
-        if self.env.max_context + self.rollout.max_tokens > self.rollout.max_model_len:
+        if self.env.kind == "harness":
+            self._harness_checks()
+        elif self.env.max_context + self.rollout.max_tokens > self.rollout.max_model_len:
             raise ValueError(f"env.max_context ({self.env.max_context}) + rollout.max_tokens "
                              f"({self.rollout.max_tokens}) must fit in rollout.max_model_len "
                              f"({self.rollout.max_model_len})")
@@ -151,6 +153,16 @@ class Config(Section):
             # neither there is no drill to join, and the setting would do nothing.
             raise ValueError(f"train.warmup.drill.answers ({drill.answers}) needs the entity drill: "
                              "set train.warmup.drill.steps or train.warmup.drill.mix above 0")
+
+    def _harness_checks(self) -> None:
+        """A harness run samples through the gateway: its sessions are played within one call of each worker,
+        which the stream pipeline's sample stream does not make (yet), and its turns are not ReAct JSON."""
+        if self.train.pipeline.kind == "stream":
+            raise ValueError("env: harness runs with train.pipeline sync or one_step_off; "
+                             "the stream pipeline does not play harnesses yet")
+        if self.algorithm.loss.dart:
+            raise ValueError("algorithm.loss.dart weighs the fields of ReAct JSON turns; a harness's turns "
+                             "are the model's own chat format: set algorithm.loss.dart false")
 
     def threads(self, role: Literal["rollout", "learner"], alone: bool = False) -> int | None:
         """Torch/OpenMP threads of one actor of `role` (its `num_threads`, with "auto" resolved), or None

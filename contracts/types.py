@@ -24,6 +24,7 @@ class Episode:
     turns: list[dict[str, Any]] = field(default_factory=list)
     score: dict[str, float] = field(default_factory=dict)
     truncated: bool = False
+    error: str | None = None  # why the episode failed (a harness that raised or ran out of time)
 
 
 @dataclass
@@ -47,11 +48,19 @@ class Sample:
     # (T,) the version that sampled each token, where a sample spans several; None: all policy_version
     versions: list[int] | None = None
     episode: Episode | None = None
+    # A harness session cut where a call's prompt did not extend what came before: its later pieces, each
+    # trained with this sample's advantage (actors.worker.sessions). None: the session is this sample.
+    parts: list[Sample] | None = None
 
     @property
     def policy_tokens(self) -> int:
-        """Tokens the policy sampled (an episode's observations left out)."""
-        return len(self.token_ids) if self.loss_mask is None else sum(self.loss_mask)
+        """Tokens the policy sampled (an episode's observations left out; a cut session's parts counted)."""
+        own = len(self.token_ids) if self.loss_mask is None else sum(self.loss_mask)
+        return own + sum(p.policy_tokens for p in self.parts or [])
+
+    def pieces(self) -> list[Sample]:
+        """What the learner trains on for this sample: itself, then its parts."""
+        return [self, *(self.parts or [])]
 
     @property
     def truncated(self) -> bool:
@@ -62,7 +71,8 @@ class Sample:
         """A sample from `dataclasses.asdict` of one (a checkpoint holds the pipeline's next batch so)."""
         episode = Episode(**d["episode"]) if d.get("episode") else None
         offsets = [tuple(o) for o in d["offsets"]] if d.get("offsets") is not None else None
-        return cls(**{**d, "episode": episode, "offsets": offsets})
+        parts = [cls.from_dict(p) for p in d["parts"]] if d.get("parts") else None
+        return cls(**{**d, "episode": episode, "offsets": offsets, "parts": parts})
 
 
 @dataclass

@@ -156,6 +156,11 @@ class Task(ABC):
         """The assistant turns of the warm-up's trajectory for `row` (the environment answers them)."""
         raise ConfigError(f"task {self.name!r} has no warm-up trajectories for agent episodes")
 
+    def harness_script(self, row: dict) -> list[dict]:
+        """The assistant messages (OpenAI's form: `content`, `tool_calls`) a scripted agent answers the run's
+        harness with for `row`, in order: the warm-up of a harness run (`actors.driver.harness_warmup`)."""
+        raise ConfigError(f"task {self.name!r} has no scripted replies for a harness's warm-up")
+
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Up to `n` (messages, target) pairs for the warm-up's entity drill (`train.warmup.drill`): a
         request under an instruction of the drill's own, and as the target only what the calls must copy

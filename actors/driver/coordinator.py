@@ -106,7 +106,7 @@ class Coordinator(RunState):
         if left:
             self.run.event("checkpoint_leftovers_removed", paths=[p.name for p in left])
         self.train_rows, self.eval_rows = self.work.rows()
-        paths = resolve_model(self.cfg.model, *self.task.tokenizer_text(episodes=self.work.episodes))
+        paths = resolve_model(self.cfg.model, *self.work.tokenizer_text())
         self.base_model_dir, self.tokenizer_dir = str(paths.model_dir), str(paths.tokenizer_dir)
         self.tokenizer = self.sampler.tokenizer = load_tokenizer(self.tokenizer_dir)
         if self.cfg.train.warmup.enabled:

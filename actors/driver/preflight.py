@@ -226,9 +226,22 @@ def _task(cfg: Config) -> list[str]:
     if not train:
         return ["task: no training rows"]
     problems = _rows(cfg, task, train)
+    if cfg.env.kind == "harness":
+        problems += _harness(cfg)
     if cfg.env.enabled:  # episodes start from the environment's messages, cut at env.max_context
         return problems
     return problems or _prompt_lengths(cfg, task, train + held)
+
+
+def _harness(cfg: Config) -> list[str]:
+    """The run's harness imports and is an async function of (client, row)."""
+    from actors.worker.gateway.harness import load_harness
+
+    try:
+        load_harness(cfg.env.harness)
+    except (ValueError, ImportError) as e:
+        return [f"env.harness: {e}"]
+    return []
 
 
 def _rows(cfg: Config, task, train: list[dict]) -> list[str]:

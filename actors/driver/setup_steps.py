@@ -58,13 +58,16 @@ def trajectory_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict
     return [(s.prompt_ids, s.token_ids, s.loss_mask) for s in samples]
 
 
-def answer_examples(cfg: Config, task: Task, tokenizer: Any, n: int, turns: int = 1) -> list[tuple]:
+def answer_examples(cfg: Config, task: Task, tokenizer: Any, n: int, turns: int = 1,
+                    trajectories: Callable[[list[dict]], list[tuple]] | None = None) -> list[tuple]:
     """The answer drill: the scripted trajectories of the task's drill rows (`Task.episode_drill_rows`),
     each with only its last `turns` policy turns as the target (1: the final answer; 2: the last call
     too, the tool's reply between them not learned) and everything before them as the prompt: every one
-    a lookup of what the turns before it asked or did, in the context an episode's late turns have."""
+    a lookup of what the turns before it asked or did, in the context an episode's late turns have.
+    `trajectories`: the examples of rows (default: `trajectory_examples`; a harness run's own format)."""
     out = []
-    for prompt, ids, mask in trajectory_examples(cfg, task, tokenizer, task.episode_drill_rows(n)):
+    play = trajectories or (lambda rows: trajectory_examples(cfg, task, tokenizer, rows))
+    for prompt, ids, mask in play(task.episode_drill_rows(n)):
         start, end = last_turns(mask, turns)
         out.append((prompt + ids[:start], ids[start:end], list(mask[start:end])))
     return out

@@ -38,19 +38,27 @@ def rollout_stats(values: list[str], gen: Generation, scored: ScoreResult, corre
 def train_batch(gen: Generation, out: StepResult, version: int) -> TrainBatch:
     """The samples the update learns from, flattened group by group (failed rewards and dropped groups
     are left out); every sample carries its prompt, its loss mask (an episode's) and its lag behind the
-    learner's `version`."""
+    learner's `version`. A harness session cut in pieces (`Sample.parts`) gives one sequence per piece,
+    each with the session's advantage."""
     keep = out.trained.flatten().tolist()
-    samples = gen.samples
-    idx = [i for i, k in enumerate(keep) if k]
+    advantages = out.advantages.flatten().tolist()
     weights = out.token_weights
-    masked = any(samples[i].loss_mask is not None for i in idx)
+    rows: list[tuple[Sample, float, list[float] | None]] = []
+    for i, (s, k) in enumerate(zip(gen.samples, keep)):
+        if not k:
+            continue
+        if weights is not None and s.parts:
+            raise ValueError("DART token weights of a session cut in pieces are not defined")
+        rows += [(piece, float(advantages[i]), weights[i] if weights is not None else None)
+                 for piece in s.pieces()]
+    masked = any(piece.loss_mask is not None for piece, _, _ in rows)
     return TrainBatch(
-        prompt_ids=[samples[i].prompt_ids for i in idx], completion_ids=[samples[i].token_ids for i in idx],
-        rollout_logprobs=[samples[i].logprobs for i in idx],
-        advantages=[float(a) for a, k in zip(out.advantages.flatten(), keep) if k],
-        token_weights=[weights[i] for i in idx] if weights is not None else None,
-        lags=[version - samples[i].policy_version for i in idx],
-        loss_mask=[_mask(samples[i]) for i in idx] if masked else None,
+        prompt_ids=[p.prompt_ids for p, _, _ in rows], completion_ids=[p.token_ids for p, _, _ in rows],
+        rollout_logprobs=[p.logprobs for p, _, _ in rows],
+        advantages=[a for _, a, _ in rows],
+        token_weights=[w for _, _, w in rows] if weights is not None else None,
+        lags=[version - p.policy_version for p, _, _ in rows],
+        loss_mask=[_mask(p) for p, _, _ in rows] if masked else None,
     )
 
 

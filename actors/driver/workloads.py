@@ -73,6 +73,10 @@ class Completions:
     def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
         return probe_sequence(self.task, tokenizer, rows)
 
+    def tokenizer_text(self) -> tuple[Callable[[], list[str]], list[str]]:
+        """What a tiny model's tokenizer is built from (`models.tiny.resolve_model`)."""
+        return self.task.tokenizer_text(episodes=self.episodes)
+
     def eval_table(self, sample: Sampler, tokenizer: Any, rows: list[dict], temperature: float,
                    tag: str, write: Writer | None = None) -> dict:
         """The task's eval table of one answer per held-out row (greedy at temperature 0)."""
@@ -121,7 +125,7 @@ class Episodes(Completions):
         policy's turns learned, the observations not), after the entity drill when configured."""
         from learner.warmup import Drill
 
-        examples, d = trajectory_examples(self.cfg, self.task, tokenizer, rows), self.cfg.train.warmup.drill
+        examples, d = self.trajectories(tokenizer, rows), self.cfg.train.warmup.drill
         drill = None
         if d.steps or d.mix:
             drilled = drill_examples(self.task, tokenizer, d.rows, self._system_text(rows), d.gap_words,
@@ -131,9 +135,14 @@ class Episodes(Completions):
                                  f"gave no drill rows out of {d.rows}")
             answers = []
             if d.answers:
-                answers = answer_examples(self.cfg, self.task, tokenizer, d.rows, d.answer_turns)
+                answers = answer_examples(self.cfg, self.task, tokenizer, d.rows, d.answer_turns,
+                                          lambda rs: self.trajectories(tokenizer, rs))
             drill = Drill(drilled, d.steps, d.batch_size, d.mix, answers, d.answers)
         return rows, examples, drill
+
+    def trajectories(self, tokenizer: Any, rows: list[dict]) -> list[tuple]:
+        """(prompt ids, completion ids, loss mask) of the rows' scripted trajectories."""
+        return trajectory_examples(self.cfg, self.task, tokenizer, rows)
 
     def _system_text(self, rows: list[dict]) -> str:
         """The system messages an episode starts with (the drill's gap filler: text the model reads
@@ -159,7 +168,7 @@ class Episodes(Completions):
 
     def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
         """The first scripted turn of the first row's episode: what every push is checked with."""
-        (prompt, completion, _), = trajectory_examples(self.cfg, self.task, tokenizer, rows[:1])
+        prompt, completion, _ = self.trajectories(tokenizer, rows[:1])[0]
         return prompt, completion[:64]
 
     def eval_table(self, sample: Sampler, tokenizer: Any, rows: list[dict], temperature: float,
@@ -176,6 +185,70 @@ class Episodes(Completions):
         return episode_eval(rows, samples, self.task.group_column)
 
 
+class Harness(Episodes):
+    """Agent episodes played by the run's harness (`env: {kind: harness}`) through each worker's OpenAI
+    gateway: a session's recorded calls are the sample, the harness's return its score (`total` the reward,
+    `success` the judge). A harness that raised, timed out or made no call is a failed episode: counted,
+    its error logged, its reward not trained on."""
+
+    method = "play_harness"
+
+    def __init__(self, cfg: Config, task: Task) -> None:
+        import secrets
+
+        super().__init__(cfg, task)
+        self.token = secrets.token_urlsafe(24)  # the run's: a gateway answers only requests that carry it
+
+    def rows(self) -> tuple[list[dict], list[dict]]:
+        """The task's episode rows when it has them, else its rows."""
+        return self.task.episode_rows() if _has(self.task, "episode_rows") else self.task.rows()
+
+    def sampling(self) -> dict[str, Any]:
+        e = self.cfg.env
+        return {"harness": e.harness, "token": self.token, "max_turns": e.max_turns, "timeout_s": e.timeout_s,
+                "concurrency": e.concurrency, "chat_template": e.chat_template, "tool_parser": e.tool_parser}
+
+    def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation, step: int = 0) -> ScoreResult:
+        out = super().score(pool, rows, gen, step)
+        errors = [s.episode.error for s in gen.samples]
+        out.failed = [e is not None for e in errors]
+        out.failures = sum(out.failed)
+        name = self.cfg.env.harness
+        out.failure_log = [f"harness {name}: {e.strip().splitlines()[0]}" for e in errors if e]
+        return out
+
+    def stats(self, samples: list[Sample]) -> dict[str, float]:
+        n = max(1, len(samples))
+        calls = sum(len(s.episode.turns) for s in samples)
+        return {**episode_metrics(samples), "calls_per_episode": calls / n,
+                "frac_split": sum(bool(s.parts) for s in samples) / n,
+                "harness_failures": float(sum(s.episode.error is not None for s in samples))}
+
+    def trajectories(self, tokenizer: Any, rows: list[dict]) -> list[tuple]:
+        from actors.driver.harness_warmup import harness_examples
+
+        return harness_examples(self.cfg, self.task, tokenizer, rows)
+
+    def tokenizer_text(self) -> tuple[Callable[[], list[str]], list[str]]:
+        """The task's episode text and its scripted conversations as the harness and template render them."""
+        from actors.driver.harness_warmup import corpus
+
+        text, vocabulary = self.task.tokenizer_text(episodes=_has(self.task, "episode_corpus"))
+        rows = self.rows()[0][:200]
+        return (lambda: text() + corpus(self.cfg, self.task, rows)), vocabulary + list(HARNESS_TAGS)
+
+
+HARNESS_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
+"""The tools template's tags: one token each in a tiny model's tokenizer."""
+
+
+def _has(task: Task, method: str) -> bool:
+    """Whether the task overrides `Task.method` (has episodes, an episode corpus)."""
+    return getattr(type(task), method) is not getattr(Task, method)
+
+
 def workload_for(cfg: Config, task: Task) -> Completions:
-    """Agent episodes with `env.enabled`, single-turn completions otherwise."""
+    """Harness sessions, agent episodes or single-turn completions, by `env.kind`."""
+    if cfg.env.kind == "harness":
+        return Harness(cfg, task)
     return Episodes(cfg, task) if cfg.env.enabled else Completions(cfg, task)

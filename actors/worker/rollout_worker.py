@@ -26,6 +26,18 @@ from contracts.types import LoraUpdate, Rollout, Sample, Served
 from tasks.base import load_task
 
 
+def _node_address() -> str:
+    """This node's address under Ray (where the gateway listens), 127.0.0.1 without it."""
+    try:
+        import ray
+
+        if ray.is_initialized():
+            return ray.util.get_node_ip_address()
+    except ImportError:
+        pass
+    return "127.0.0.1"
+
+
 class RolloutWorker:
     def __repr__(self) -> str:  # Ray shows it in the dashboard and as the log prefix
         return f"RolloutWorker({getattr(self, 'worker_index', '?')})"
@@ -174,8 +186,8 @@ class RolloutWorker:
         return {"address": self.gateway.address, "template_keeps_prefix": self.template.keeps_prefix,
                 "template": self.template.detail}
 
-    def play_harness(self, rows: list[dict], harness: str, n: int | None = None, timeout_s: float = 60.0,
-                     concurrency: int = 16, seed: int | None = None, call: str = "h") -> list:
+    def play_sessions(self, rows: list[dict], harness: str, n: int | None = None, timeout_s: float = 60.0,
+                      concurrency: int = 16, seed: int | None = None, call: str = "h") -> list:
         """n sessions of each row played by `harness` (`package.module:function`) against this worker's
         gateway while this thread steps the engine (`actors.worker.gateway.harness`); the sessions'
         recorded calls, rewards and failures."""
@@ -183,12 +195,40 @@ class RolloutWorker:
         from actors.worker.gateway.harness import load_harness, play
 
         if self.gateway is None:
-            raise RuntimeError("play_harness before gateway_start")
+            raise RuntimeError("play_sessions before gateway_start")
         stepper = EngineStepper(self.llm, lambda m: self._sampling(1, None, m, None),
                                 lambda: self.policy.lora_request, self._tap)
         self._reseed(seed)
         return play(self.gateway, stepper, load_harness(harness), rows, n or self.cfg.n, timeout_s,
                     concurrency, call)
+
+    def play_harness(self, rows: list[dict], harness: str, token: str, n: int | None = None,
+                     temperature: float | None = None, max_tokens: int | None = None, seed: int | None = None,
+                     offsets: bool = False, max_turns: int = 6, timeout_s: float = 120.0,
+                     concurrency: int = 16, chat_template: str = "tools",
+                     tool_parser: str | None = "hermes") -> Rollout:
+        """n episodes per row played by the run's harness through this worker's gateway (started on first
+        use, on this node's address, for the run's `token`), groups as `generate`'s: each session's
+        recorded calls are its sample (`episode_sample`). Every call samples as the run does (the
+        request's temperature and the like are replaced; its max_tokens at most the run's)."""
+        from actors.worker.gateway.harness import episode_sample
+        from models.tool_template import template_text
+
+        if offsets:
+            raise ValueError("token offsets (DART) are not made for harness sessions")
+        self.gateway_start(token, _node_address(), template_text(chat_template), tool_parser)
+        cap = max_tokens or self.cfg.max_tokens
+        self.gateway.sampling = lambda asked, room: self._sampling(1, temperature,
+                                                                   min(asked or cap, cap, room), None)
+        self.gateway.max_calls = max_turns
+        n = n or self.cfg.n
+        try:
+            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed, f"s{seed}")
+        finally:
+            self.gateway.sampling, self.gateway.max_calls = None, None
+        decode = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
+        samples = [episode_sample(p, decode, self.version) for p in played]
+        return self._rollout([samples[i * n : (i + 1) * n] for i in range(len(rows))])
 
     def gateway_stop(self) -> None:
         if self.gateway is not None:

@@ -56,19 +56,29 @@ class FundAccountEnv(Environment):
         obj = parse_react(assistant_text)
         tool, params = get_tool(obj), get_params(obj)
         # A tool call carries its plan; the final answer needs none.
-        self.formats.append(float(obj is not None and has_thought(obj) and tool is not None
-                                  and (tool == FINAL_TOOL or has_plan(obj))))
+        well_formed = (obj is not None and has_thought(obj) and tool is not None
+                       and (tool == FINAL_TOOL or has_plan(obj)))
         if tool == FINAL_TOOL:
-            answer = (params or {}).get("answer")
-            self.answer = answer.strip() if isinstance(answer, str) else ""
-            return StepResult(None, done=True, info={"tool": FINAL_TOOL, "error": False})
-        observation, error = self._execute(obj, tool, params)
+            return self.answer_with((params or {}).get("answer"), well_formed)
+        return self.call(tool if obj is not None else None, params, well_formed)
+
+    # ---- a turn, once parsed (the ReAct text above, or an OpenAI tool call: tasks.fund_assistant.harness)
+    def call(self, tool: str | None, params: Any, well_formed: bool) -> StepResult:
+        """The policy called `tool` with `params` (None: its turn named no tool): run it."""
+        self.formats.append(float(well_formed))
+        observation, error = self._execute(tool is not None, tool, params)
         return StepResult(observation, done=False, info={"tool": tool, "error": error})
 
-    def _execute(self, obj: Any, tool: str | None, params: dict | None) -> tuple[str, bool]:
+    def answer_with(self, answer: Any, well_formed: bool) -> StepResult:
+        """The policy answered the user: the episode ends."""
+        self.formats.append(float(well_formed))
+        self.answer = answer.strip() if isinstance(answer, str) else ""
+        return StepResult(None, done=True, info={"tool": FINAL_TOOL, "error": False})
+
+    def _execute(self, parsed: bool, tool: str | None, params: dict | None) -> tuple[str, bool]:
         """Run the call; (what the tool returned, whether it was an error)."""
         lang = self.lang
-        if obj is None or tool is None:
+        if not parsed or tool is None:
             return _text(lang, "格式错误：请回复一个 JSON 对象（thought、action、plan）",
                          "invalid format: reply with one JSON object (thought, action, plan)"), True
         refused = True

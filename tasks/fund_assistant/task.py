@@ -154,6 +154,13 @@ class FundAssistantTask(Task):
                           [f for f in flaws if o.episode_flaw_rate >= 1.0
                            or _draw(row, f) < o.episode_flaw_rate])
 
+    def harness_script(self, row: dict) -> list[dict]:
+        """The warm-up trajectory's turns as the assistant messages the fund harness gets back
+        (`tasks.fund_assistant.harness`): tool calls, then the answer."""
+        from tasks.fund_assistant.harness import scripted_reply
+
+        return [scripted_reply(turn, i) for i, turn in enumerate(self.episode_script(row))]
+
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Requests of `n` episodes from their own random stream (a held-out request is left out, and so
         is one whose calls take no parameters) under `DRILL_SYSTEM`, each with `drill_target`."""

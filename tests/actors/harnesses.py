@@ -83,3 +83,32 @@ async def agents_sdk(client: openai.AsyncOpenAI, row: dict) -> dict:
     except (MaxTurnsExceeded, ModelBehaviorError):  # the tiny model's answer, not the gateway's doing
         answered = 0.0
     return {"reward": answered, "answered": answered}
+
+
+async def hot_two_turns(client: openai.AsyncOpenAI, row: dict) -> dict:
+    """Two calls asking for a hot temperature and many tokens (a run's sampling replaces both); the second
+    call's 400 (past the session's call limit) ends the episode."""
+    messages = [{"role": "user", "content": row["question"]}]
+    calls = 0
+    for _ in range(2):
+        try:
+            out = await client.chat.completions.create(model="policy", messages=messages, temperature=2.0,
+                                                       max_tokens=400)
+        except openai.BadRequestError:
+            break
+        calls += 1
+        messages += [{"role": "assistant", "content": out.choices[0].message.content or ""},
+                     {"role": "user", "content": "and then?"}]
+    return {"reward": float(calls), "success": 0.0}
+
+
+async def rewrites_history(client: openai.AsyncOpenAI, row: dict) -> float:
+    """Two calls; before the second the agent rewrites its system message (the second prompt does not
+    extend the first call's prompt and reply)."""
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": row["question"]}]
+    out = await client.chat.completions.create(model="policy", messages=messages, max_tokens=8)
+    messages[0] = {"role": "system", "content": "Be very brief."}
+    messages += [{"role": "assistant", "content": out.choices[0].message.content or ""},
+                 {"role": "user", "content": "again"}]
+    await client.chat.completions.create(model="policy", messages=messages, max_tokens=8)
+    return 1.0

@@ -39,7 +39,8 @@ def _render(tok, messages, tools=None) -> list[int]:
 
 
 def test_a_session_records_the_rendered_prompt_and_the_ids_the_engine_sampled(worker, tiny_tokenizer):
-    (played,) = worker.play_harness([{"question": "查一下我的余额"}], "tests.actors.harnesses:two_turns", n=1)
+    rows = [{"question": "查一下我的余额"}]
+    (played,) = worker.play_sessions(rows, "tests.actors.harnesses:two_turns", n=1)
     assert played.error is None and played.reward == 1.0, played.error
     first, second = played.calls
     question = [{"role": "user", "content": "查一下我的余额"}]
@@ -60,7 +61,7 @@ def test_a_session_records_the_rendered_prompt_and_the_ids_the_engine_sampled(wo
 
 def test_n_sessions_of_each_row_run_together_and_fail_alone(worker):
     rows = [{"question": "查一下我的余额"}, {"question": "raise"}, {"question": "hang"}]
-    played = worker.play_harness(rows, "tests.actors.harnesses:one_turn_or_fail", n=2, timeout_s=5.0)
+    played = worker.play_sessions(rows, "tests.actors.harnesses:one_turn_or_fail", n=2, timeout_s=5.0)
     assert [p.row_index for p in played] == [0, 0, 1, 1, 2, 2]
     ok, raised, hung = played[0:2], played[2:4], played[4:6]
     assert all(p.error is None and p.reward is not None and len(p.calls) == 1 for p in ok)
@@ -69,7 +70,7 @@ def test_n_sessions_of_each_row_run_together_and_fail_alone(worker):
 
 
 def test_requests_without_the_token_or_that_would_sample_off_the_policy_are_refused(worker):
-    (played,) = worker.play_harness([{}], "tests.actors.harnesses:refusals", n=1)
+    (played,) = worker.play_sessions([{}], "tests.actors.harnesses:refusals", n=1)
     assert played.error is None, played.error
     assert played.metrics == {"unauthorized": 401.0, "required_tool": 400.0, "stop_strings": 400.0,
                               "models": 1.0, "completion": 1.0}
@@ -79,7 +80,7 @@ def test_requests_without_the_token_or_that_would_sample_off_the_policy_are_refu
 def test_an_openai_agents_sdk_agent_runs_unchanged_through_the_gateway(worker, tiny_tokenizer, monkeypatch):
     monkeypatch.setenv("OPENAI_AGENTS_DISABLE_TRACING", "1")  # no traces sent anywhere
     rows = [{"question": "查一下我的余额"}]
-    (played,) = worker.play_harness(rows, "tests.actors.harnesses:agents_sdk", n=1)
+    (played,) = worker.play_sessions(rows, "tests.actors.harnesses:agents_sdk", n=1)
     assert played.error is None, played.error
     first = played.calls[0]
     # the SDK's request, rendered by the gateway: its instructions as the system turn, its tool listed
@@ -88,3 +89,70 @@ def test_an_openai_agents_sdk_agent_runs_unchanged_through_the_gateway(worker, t
     greedy = worker.generate([text], n=1, temperature=0.0, max_tokens=16).groups[0][0]
     assert first.sampled_ids == greedy.token_ids
     assert len(session_samples(played.calls)) == 1
+
+
+def _played(worker, rows, harness, **kw):
+    """`play_harness` as a run calls it (the samples), at the run's sampling settings."""
+    from actors.generation import Generation
+
+    kw = {"n": 2, "temperature": 0.0, "max_tokens": 12, "seed": 0, "max_turns": 6, **kw}
+    return Generation.of([worker.play_harness(rows, harness, TOKEN, **kw)])
+
+
+def test_a_run_samples_each_call_at_its_own_settings_and_the_session_is_one_sample(worker, tiny_tokenizer):
+    # The harness asks for temperature 2.0 and 400 tokens; the run says greedy and 12: both sessions of the
+    # row are the greedy ones, each call at most 12 tokens, and the second call is past max_turns (1).
+    rows = [{"question": "查一下我的余额"}]
+    gen = _played(worker, rows, "tests.actors.harnesses:hot_two_turns", max_turns=1)
+    (group,) = gen.groups
+    a, b = group
+    assert a.token_ids == b.token_ids and a.policy_tokens <= 12 and a.parts is None
+    prompt = tiny_tokenizer.decode(a.prompt_ids)
+    greedy = worker.generate([prompt], n=1, temperature=0.0, max_tokens=12).groups[0][0]
+    assert a.token_ids == greedy.token_ids
+    # the call limit made the episode truncated; the harness's own return is the score
+    assert a.truncated and a.episode.score["total"] == 1.0 and a.episode.score["turns"] == 1.0
+    assert a.episode.error is None and a.episode.messages[-1]["role"] == "assistant"
+
+
+def test_a_session_that_rewrites_its_history_is_cut_and_every_piece_is_trained(worker):
+    from actors.driver.step_data import train_batch
+    from algo.step import StepResult
+
+    gen = _played(worker, [{"question": "hi"}], "tests.actors.harnesses:rewrites_history", n=1)
+    (sample,) = gen.samples
+    assert sample.parts is not None and len(sample.pieces()) == 2
+    assert sample.policy_tokens == sum(len(p.token_ids) for p in sample.pieces())
+    import torch
+
+    out = StepResult(advantages=torch.tensor([[0.5]]), token_weights=None, metrics={}, active=False,
+                     event=None, trained=torch.tensor([[True]]))
+    batch = train_batch(gen, out, version=0)
+    assert batch.advantages == [0.5, 0.5]  # both pieces with the session's advantage
+    assert [len(c) for c in batch.completion_ids] == [len(p.token_ids) for p in sample.pieces()]
+
+
+def test_the_warm_up_renders_a_harness_conversation_as_the_gateway_does(tiny_paths, tiny_tokenizer):
+    """Each request of the fund harness's scripted conversation, rendered by the gateway (vLLM's render
+    path, as a played session's calls are), has the prompt ids the warm-up builds for it, and the warm-up's
+    example joins them (the tool results masked) as a session's calls are joined."""
+    import asyncio
+
+    from actors.driver.harness_warmup import conversations, harness_examples
+    from actors.worker.gateway.render import Renderer
+    from configs.loader import load_config
+    from tasks.base import load_task
+
+    cfg = load_config("tiny-cpu-agent-openai", ["task.options.n_episodes=20"])
+    task = load_task(cfg.task)
+    row = task.episode_rows()[0][0]
+    (prompt, completion, mask), = harness_examples(cfg, task, tiny_tokenizer, [row])
+    renderer = Renderer(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), 1024, "policy",
+                        TOOLS_CHAT_TEMPLATE, TOOL_PARSER)
+    asked = conversations(cfg, task, [row])[0]
+    rendered = [asyncio.run(renderer.chat({"model": "policy", "messages": a.messages, "tools": a.tools}))
+                for a in asked]
+    assert len(asked) == 3 and rendered[0].prompt_ids == prompt
+    for later in rendered[1:]:  # every later prompt is the example's prompt and completion so far
+        assert later.prompt_ids[len(prompt):] == completion[: len(later.prompt_ids) - len(prompt)]
+    assert "<tool_call>" in tiny_tokenizer.decode(completion) and 0 in mask and mask[-1] == 1

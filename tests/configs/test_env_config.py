@@ -53,3 +53,32 @@ def test_the_answer_drill_needs_the_entity_drill():
     assert (kept.steps, kept.mix, kept.answers) == (0, 16, 8)
     with pytest.raises(ConfigError, match="train.warmup.swap_entities"):
         load_config("tiny-cpu", ["train.warmup.swap_entities=true"])
+
+
+def test_the_openai_preset_plays_the_fund_harness_and_the_harness_kind_has_its_own_keys():
+    cfg = load_config("tiny-cpu-agent-openai")
+    assert cfg.env.kind == "harness" and cfg.env.harness == "tasks.fund_assistant.harness:play"
+    assert cfg.env.enabled and cfg.env.chat_template == "tools" and cfg.env.tool_parser == "hermes"
+    with pytest.raises(ConfigError, match="max_context"):  # an in-worker episode's key, not a harness's
+        load_config("tiny-cpu-agent-openai", ["env.max_context=512"])
+    with pytest.raises(ConfigError, match="harness"):  # the harness is what the kind is about
+        load_config("tiny-cpu-agent", ["env.kind=harness"])
+
+
+def test_a_harness_run_is_refused_where_its_sessions_cannot_go_yet():
+    with pytest.raises(ConfigError, match="stream pipeline does not play harnesses"):
+        load_config("tiny-cpu-agent-openai", ["train.pipeline=stream"])
+    with pytest.raises(ConfigError, match="dart"):
+        load_config("tiny-cpu-agent-openai", ["algorithm.loss.dart=true"])
+    assert load_config("tiny-cpu-agent-openai", ["train.pipeline=one_step_off"]).train.pipeline.kind == \
+        "one_step_off"
+
+
+def test_a_harness_that_does_not_import_or_is_not_async_is_refused_before_start():
+    from actors.driver.preflight import _harness
+
+    assert _harness(load_config("tiny-cpu-agent-openai")) == []
+    bad = load_config("tiny-cpu-agent-openai", ["env.harness=tasks.fund_assistant.harness:tool_specs"])
+    assert "not an async function" in _harness(bad)[0]
+    missing = load_config("tiny-cpu-agent-openai", ["env.harness=no_such_module:play"])
+    assert "No module named 'no_such_module'" in _harness(missing)[0]

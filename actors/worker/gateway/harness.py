@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.worker.gateway.server import Gateway
-from actors.worker.sessions import Call
+from actors.worker.sessions import Call, session_samples
+from contracts.types import Episode, Sample
 
 Harness = Callable[[Any, dict], Awaitable[float | dict]]
 
@@ -35,6 +36,8 @@ class Played:
     metrics: dict[str, float] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    messages: list[dict] = field(default_factory=list)  # the session's last request and its answer
+    limited: bool = False  # it asked for more calls than a session may make (truncated)
 
 
 def load_harness(path: str) -> Harness:
@@ -61,8 +64,30 @@ def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: 
     while gateway.bridge.pump(stepper, wait_s=0.0):  # requests a timed-out harness left in the engine
         pass
     for p in played:
-        p.calls = gateway.calls.pop(p.session, [])
+        p.calls, p.messages, p.limited = gateway.take(p.session)
     return played
+
+
+def episode_sample(p: Played, decode: Callable[[list[int]], str], version: int) -> Sample:
+    """A played session as the one sample type: its calls joined (`session_samples`; a session cut in
+    pieces keeps the later ones as `parts`), its reward and metrics as the episode's score (`total`,
+    `success`: the harness's, else reward >= 1), `turns` its calls. A harness that failed, or made no call,
+    is an episode with its `error` (its reward is not trained on)."""
+    pieces = session_samples(p.calls, decode)
+    error = p.error or (None if pieces else "the harness made no model call")
+    reward = p.reward if p.reward is not None and error is None else 0.0
+    score = {**p.metrics, "total": reward,
+             "success": float(p.metrics.get("success", reward >= 1.0)) if error is None else 0.0,
+             "turns": float(len(p.calls))}
+    episode = Episode(messages=p.messages, turns=[{"finish": c.finish_reason, "tokens": len(c.sampled_ids)}
+                                                  for c in p.calls],
+                      score=score, truncated=p.limited, error=error)
+    if not pieces:
+        return Sample([], [], [], "", "error", version, loss_mask=[], episode=episode)
+    head = pieces[0]
+    head.parts, head.episode = pieces[1:] or None, episode
+    head.finish_reason = "length" if p.limited else "stop"
+    return head
 
 
 async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: list[Played], timeout_s: float,

@@ -13,7 +13,9 @@ as they are from any model.
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,7 +64,10 @@ class Renderer:
         self.render = ServingRender(self.models, OnlineRenderer(config.model_config, renderer, **options))
         self.derender = ServingDerender(self.models,
                                         OnlineDerenderer(config.model_config, renderer, **options))
-        self.served_name = served_name
+        self.served_name, self.max_model_len = served_name, max_model_len
+        # A call the policy wrote that is not valid JSON is answered as content (the parser's own fallback);
+        # while a policy learns, that is common, and the parser would log a traceback for each.
+        logging.getLogger("vllm.tool_parsers").setLevel(logging.CRITICAL)
         self.eos = set(config.model_config.hf_config.eos_token_id
                        if isinstance(config.model_config.hf_config.eos_token_id, list)
                        else [config.model_config.hf_config.eos_token_id])
@@ -102,9 +107,13 @@ class Renderer:
         return Rendered(request, out.request_id, list(out.token_ids), _fan_out(params))
 
     # ---- responses --------------------------------------------------------------------------------
+    def _shown(self, sample: Sampled) -> list[int]:
+        """A sample's ids without the end-of-turn id it stopped on (vLLM does not show it either)."""
+        ids, _, finish = sample
+        return ids[:-1] if finish == "stop" and ids and ids[-1] in self.eos else ids
+
     def _generated(self, rendered: Rendered, samples: list[Sampled]) -> Any:
-        """The samples as vLLM's token-level response, each without the end-of-turn id it stopped on
-        (vLLM does not show it either)."""
+        """The samples as vLLM's token-level response, each as `_shown`."""
         from vllm.entrypoints.scale_out.token_in_token_out.protocol import (
             GenerateLogProbs,
             GenerateLogProbsContent,
@@ -113,31 +122,49 @@ class Renderer:
         )
 
         choices = []
-        for i, (ids, logprobs, finish) in enumerate(samples):
-            shown = ids[:-1] if finish == "stop" and ids and ids[-1] in self.eos else ids
-            content = [GenerateLogProbsContent(token_id=t, logprob=lp) for t, lp in zip(shown, logprobs)]
-            choices.append(GenerateTokensChoice(index=i, token_ids=shown, finish_reason=finish,
+        for i, sample in enumerate(samples):
+            shown = self._shown(sample)
+            content = [GenerateLogProbsContent(token_id=t, logprob=lp) for t, lp in zip(shown, sample[1])]
+            choices.append(GenerateTokensChoice(index=i, token_ids=shown, finish_reason=sample[2],
                                                 logprobs=GenerateLogProbs(content=content)))
         return GenerateTokensResponse(request_id=rendered.request_id, choices=choices,
                                       prompt_token_ids=rendered.prompt_ids)
 
+    async def _answer(self, rendered: Rendered, samples: list[Sampled], derender: Any, blank: dict,
+                      kind: str) -> dict:
+        """The response body: vLLM's derendering of the samples that show something, and `blank` for
+        those that stopped at once (vLLM's derenderer refuses a choice without ids)."""
+        said = [s for s in samples if self._shown(s)]
+        body = _json(await derender(said)) if said else {
+            "id": rendered.request_id, "object": kind, "created": int(time.time()), "model": self.served_name}
+        made = iter(body.get("choices", []))
+        body["choices"] = [{**(next(made) if self._shown(s) else {**blank, "finish_reason": s[2]}),
+                            "index": i} for i, s in enumerate(samples)]
+        return _usage(body, rendered, samples)
+
     async def chat_response(self, rendered: Rendered, samples: list[Sampled]) -> dict:
         from vllm.entrypoints.scale_out.token_in_token_out.protocol import DerenderChatRequest
 
-        out = await self.derender.derender_chat_response(DerenderChatRequest(
-            generate_response=self._generated(rendered, samples), chat_request=rendered.request,
-            prompt_token_ids=rendered.prompt_ids, prompt_tokens=len(rendered.prompt_ids),
-            model=self.served_name))
-        return _usage(_json(out), rendered, samples)
+        def derender(said: list[Sampled]) -> Any:
+            return self.derender.derender_chat_response(DerenderChatRequest(
+                generate_response=self._generated(rendered, said), chat_request=rendered.request,
+                prompt_token_ids=rendered.prompt_ids, prompt_tokens=len(rendered.prompt_ids),
+                model=self.served_name))
+
+        blank = {"message": {"role": "assistant", "content": "", "tool_calls": []}, "logprobs": None}
+        return await self._answer(rendered, samples, derender, blank, "chat.completion")
 
     async def completion_response(self, rendered: Rendered, samples: list[Sampled]) -> dict:
         from vllm.entrypoints.scale_out.token_in_token_out.protocol import DerenderCompletionRequest
 
-        out = await self.derender.derender_completion_response(DerenderCompletionRequest(
-            generate_responses=[self._generated(rendered, samples)], completion_request=rendered.request,
-            prompt_tokens=[len(rendered.prompt_ids)], prompt_token_ids=[rendered.prompt_ids],
-            model=self.served_name))
-        return _usage(_json(out), rendered, samples)
+        def derender(said: list[Sampled]) -> Any:
+            return self.derender.derender_completion_response(DerenderCompletionRequest(
+                generate_responses=[self._generated(rendered, said)], completion_request=rendered.request,
+                prompt_tokens=[len(rendered.prompt_ids)], prompt_token_ids=[rendered.prompt_ids],
+                model=self.served_name))
+
+        return await self._answer(rendered, samples, derender, {"text": "", "logprobs": None},
+                                  "text_completion")
 
     async def model_list(self) -> dict:
         return _json(await self.models.show_available_models())

@@ -75,6 +75,14 @@ class Gateway:
         self.renderer, self.token, self.version, self.host, self.port = renderer, token, version, host, port
         self.bridge = Bridge()
         self.calls: dict[str, list[Call]] = {}
+        self.transcripts: dict[str, list[dict]] = {}  # per session: the last request's messages and answer
+        # While a run plays its harnesses: its sampling (a function of the request's max_tokens, None when
+        # not given, and the room left in the context), which replaces the request's (the samples are the
+        # policy's, at the run's temperature), and the calls a session may make (`limited` holds the
+        # sessions that asked for more, or whose conversation filled the context: truncated episodes).
+        self.sampling: Callable[[int | None, int], Any] | None = None
+        self.max_calls: int | None = None
+        self.limited: set[str] = set()
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="gateway", daemon=True)
         self._runner = None
@@ -149,22 +157,50 @@ class Gateway:
     async def _serve(self, request: Any, render: Callable, respond: Callable) -> Any:
         from aiohttp import web
 
+        session = request.match_info["session"]
         try:
             body = await request.json()
             if body.get("stream"):
                 raise Refused("streamed responses are not served; ask without stream")
             rendered = await render(body)
-        except Refused as e:
-            return _error(web, 400, str(e))
-        except ValueError as e:  # pydantic's validation errors are ValueErrors too
-            return _error(web, 400, f"invalid request: {e}")
+        except ValueError as e:  # Refused, and pydantic's and vLLM's validation errors
+            if _CONTEXT in str(e):
+                self.limited.add(session)
+            return _error(web, 400, str(e) if isinstance(e, Refused) else f"invalid request: {e}")
+        if self.max_calls is not None and len(self.calls.get(session, [])) >= self.max_calls:
+            self.limited.add(session)
+            return _error(web, 400, f"this session has made its {self.max_calls} calls (env.max_turns)")
+        params = rendered.params
+        if self.sampling is not None:
+            room = self.renderer.max_model_len - len(rendered.prompt_ids)
+            if room < 1:
+                self.limited.add(session)
+                return _error(web, 400, f"{_CONTEXT} is {self.renderer.max_model_len} tokens, which the "
+                                        "conversation fills")
+            params = [self.sampling(_asked_tokens(body), room) for _ in params]
         version = self.version()
-        samples = await self.bridge.sample(rendered.prompt_ids, rendered.params)
-        session = request.match_info["session"]
+        samples = await self.bridge.sample(rendered.prompt_ids, params)
         for ids, logprobs, finish in samples:
             self.calls.setdefault(session, []).append(
                 Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
-        return web.json_response(await respond(rendered, samples))
+        answer = await respond(rendered, samples)
+        if isinstance(body.get("messages"), list) and answer.get("choices"):
+            self.transcripts[session] = [*body["messages"], answer["choices"][0].get("message", {})]
+        return web.json_response(answer)
+
+    def take(self, session: str) -> tuple[list[Call], list[dict], bool]:
+        """A finished session's recorded calls, its last conversation and whether it hit the call limit."""
+        limited = session in self.limited
+        self.limited.discard(session)
+        return self.calls.pop(session, []), self.transcripts.pop(session, []), limited
+
+
+_CONTEXT = "maximum context length"  # vLLM's words for a prompt too long for the engine
+
+
+def _asked_tokens(body: dict) -> int | None:
+    asked = body.get("max_completion_tokens") or body.get("max_tokens")
+    return int(asked) if isinstance(asked, int | float) and asked > 0 else None
 
 
 def _error(web: Any, status: int, message: str) -> Any:
