@@ -104,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = rows[: args.limit] if args.limit else rows
     rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny"
                                              else cfg.rollout.serve_mode})
-    worker = RolloutWorker(base, str(paths.tokenizer_dir), rollout, mc.lora, dtype=mc.dtype)
+    worker = RolloutWorker(base, str(paths.tokenizer_dir), rollout, mc.lora, dtype=mc.dtype,
+                           request_seeds=cfg.env.kind == "harness")
 
     def sample(items: list, **sampling) -> Generation:  # the one worker, as a run's roles call theirs
         return Generation.of([getattr(worker, work.method)(items, **work.sampling(), **sampling)])

@@ -67,7 +67,8 @@ class Roles:
             c.rollout.num_gpus,
             c.threads("rollout"), lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
                                               {"dtype": c.model.dtype, "worker_index": i,
-                                               "seed": c.train.seed}))
+                                               "seed": c.train.seed,
+                                               "request_seeds": c.env.kind == "harness"}))
         self.pool: RewardPool | None = None
         if judge is not None:
             functions = [(f.name, f.weight) for f in c.reward.functions]

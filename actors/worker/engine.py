@@ -26,8 +26,11 @@ def engine_env() -> dict[str, str]:
 
 
 def build_engine(base_model_dir: str, cfg: RolloutConfig, lora_cfg: LoraConfig, dtype: str, seed: int,
-                 worker_index: int):
-    """The worker's `vllm.LLM` (LoRA serving enabled in `adapter` mode)."""
+                 worker_index: int, request_seeds: bool = False):
+    """The worker's `vllm.LLM` (LoRA serving enabled in `adapter` mode). `request_seeds`: requests are
+    sampled with their own seeds; vLLM's CPU sampler cannot seed a prompt whose prefill is split across
+    engine steps ("CPU Generator does not use offset"), so chunked prefill is off there (a step then
+    takes whole prompts, at most max(2048, max_model_len) tokens of them)."""
     for k, v in engine_env().items():
         os.environ.setdefault(k, v)
     threads = torch.get_num_threads()
@@ -50,6 +53,8 @@ def build_engine(base_model_dir: str, cfg: RolloutConfig, lora_cfg: LoraConfig, 
         kwargs["gpu_memory_utilization"] = cfg.gpu_memory_utilization
     else:
         kwargs.update(enforce_eager=True, kv_cache_memory_bytes=cfg.kv_cache_memory_bytes)
+        if request_seeds:
+            kwargs.update(enable_chunked_prefill=False, max_num_batched_tokens=max(2048, cfg.max_model_len))
         # Tensor parallelism on the CPU: each rank's threads on cores this worker reserved, not a
         # NUMA node each (actors/worker/cpu_binding.py).
         cpu_binding.set_thread_binding(cfg.tensor_parallel_size, cfg.num_cpus, worker_index)

@@ -51,10 +51,12 @@ class RolloutWorker:
         dtype: str = "float32",
         worker_index: int = 0,
         seed: int = 0,
+        request_seeds: bool = False,
     ) -> None:
         # The engine first: it sets the environment vLLM and transformers need (offline, quiet) before
         # either is imported.
-        self.llm = build_engine(str(base_model_dir), cfg, lora_cfg, dtype, seed, worker_index)
+        self.llm = build_engine(str(base_model_dir), cfg, lora_cfg, dtype, seed, worker_index, request_seeds)
+        self.request_seeds = request_seeds or torch.cuda.is_available()  # (per-request seeds work on GPUs)
         from transformers import AutoTokenizer
 
         from actors.worker import vllm_tap
@@ -187,7 +189,8 @@ class RolloutWorker:
                 "template": self.template.detail}
 
     def play_sessions(self, rows: list[dict], harness: str, n: int | None = None, timeout_s: float = 60.0,
-                      concurrency: int = 16, seed: int | None = None, call: str = "h") -> list:
+                      concurrency: int = 16, seed: int | None = None, call: str = "h",
+                      lockstep: bool = False) -> list:
         """n sessions of each row played by `harness` (`package.module:function`) against this worker's
         gateway while this thread steps the engine (`actors.worker.gateway.harness`); the sessions'
         recorded calls, rewards and failures."""
@@ -200,7 +203,7 @@ class RolloutWorker:
                                 lambda: self.policy.lora_request, self._tap)
         self._reseed(seed)
         return play(self.gateway, stepper, load_harness(harness), rows, n or self.cfg.n, timeout_s,
-                    concurrency, call)
+                    concurrency, call, lockstep)
 
     def play_harness(self, rows: list[dict], harness: str, token: str, n: int | None = None,
                      temperature: float | None = None, max_tokens: int | None = None, seed: int | None = None,
@@ -210,7 +213,10 @@ class RolloutWorker:
         """n episodes per row played by the run's harness through this worker's gateway (started on first
         use, on this node's address, for the run's `token`), groups as `generate`'s: each session's
         recorded calls are its sample (`episode_sample`). Every call samples as the run does (the
-        request's temperature and the like are replaced; its max_tokens at most the run's)."""
+        request's temperature and the like are replaced; its max_tokens at most the run's), with a seed of
+        its session and call index; with `request_seeds` the engine steps in lock step with the harnesses
+        (`actors.worker.gateway.server.Bridge`), and a deterministic harness plays the same sessions in
+        every run, on this worker or on one that replaces it."""
         from actors.worker.gateway.harness import episode_sample
         from models.tool_template import template_text
 
@@ -218,12 +224,18 @@ class RolloutWorker:
             raise ValueError("token offsets (DART) are not made for harness sessions")
         self.gateway_start(token, _node_address(), template_text(chat_template), tool_parser)
         cap = max_tokens or self.cfg.max_tokens
-        self.gateway.sampling = lambda asked, room: self._sampling(1, temperature,
-                                                                   min(asked or cap, cap, room), None)
+        seeded = self.request_seeds
+
+        def sampling(asked: int | None, room: int, request_seed: int):
+            return self._sampling(1, temperature, min(asked or cap, cap, room), None,
+                                  request_seed if seeded else None)
+
+        self.gateway.sampling = sampling
         self.gateway.max_calls = max_turns
         n = n or self.cfg.n
         try:
-            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed, f"s{seed}")
+            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed, f"s{seed}",
+                                        lockstep=seeded)
         finally:
             self.gateway.sampling, self.gateway.max_calls = None, None
         decode = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
@@ -264,9 +276,11 @@ class RolloutWorker:
             outs = self.llm.generate(prompts, params, lora_request=self.policy.lora_request, use_tqdm=False)
         return outs, rec.logprobs(outs)
 
-    def _sampling(self, n: int, temperature: float | None, max_tokens: int | None, seed: int | None):
+    def _sampling(self, n: int, temperature: float | None, max_tokens: int | None, seed: int | None,
+                  request_seed: int | None = None):
         """vLLM sampling parameters for `n` samples per sequence: sampled ids and their logprobs in flat
-        lists, no detokenizing (the lean path). A seed on CPU reseeds the engine here (`_reseed`)."""
+        lists, no detokenizing (the lean path). A seed on CPU reseeds the engine here (`_reseed`);
+        `request_seed` is the request's own (an engine built with `request_seeds`)."""
         from vllm import SamplingParams
 
         temperature = self.cfg.temperature if temperature is None else temperature
@@ -283,7 +297,7 @@ class RolloutWorker:
             detokenize=False,
             # Per-request seeds break vLLM's CPU sampler ("CPU Generator does not use offset" when a
             # prefill is split); on CPU the seed reseeds the engine's generator instead (below).
-            seed=seed if torch.cuda.is_available() else None,
+            seed=request_seed if request_seed is not None else seed if torch.cuda.is_available() else None,
         )
         self._reseed(seed)
         return params

@@ -112,3 +112,17 @@ async def rewrites_history(client: openai.AsyncOpenAI, row: dict) -> float:
                  {"role": "user", "content": "again"}]
     await client.chat.completions.create(model="policy", messages=messages, max_tokens=8)
     return 1.0
+
+
+async def jittery(client: openai.AsyncOpenAI, row: dict) -> float:
+    """Three calls with a random pause before each (timing that differs in every run), a conversation that
+    does not: each call appends the model's reply and a fixed follow-up."""
+    import random
+
+    messages = [{"role": "user", "content": row["question"]}]
+    for _ in range(3):
+        await asyncio.sleep(random.random() * 0.05)
+        out = await client.chat.completions.create(model="policy", messages=messages, max_tokens=10)
+        messages += [{"role": "assistant", "content": out.choices[0].message.content or ""},
+                     {"role": "user", "content": "go on"}]
+    return 1.0

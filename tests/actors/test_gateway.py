@@ -25,7 +25,8 @@ def worker(tiny_paths):
     from configs.rollout import RolloutConfig
 
     cfg = RolloutConfig(n=2, max_tokens=24, max_model_len=512, kv_cache_memory_bytes=64 * 1024**2)
-    w = RolloutWorker(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, LoraConfig())
+    w = RolloutWorker(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), cfg, LoraConfig(),
+                      request_seeds=True)
     started = w.gateway_start(TOKEN, chat_template=TOOLS_CHAT_TEMPLATE, tool_parser=TOOL_PARSER)
     assert started["address"].startswith("http://127.0.0.1:") and started["template_keeps_prefix"]
     yield w
@@ -156,3 +157,18 @@ def test_the_warm_up_renders_a_harness_conversation_as_the_gateway_does(tiny_pat
     for later in rendered[1:]:  # every later prompt is the example's prompt and completion so far
         assert later.prompt_ids[len(prompt):] == completion[: len(later.prompt_ids) - len(prompt)]
     assert "<tool_call>" in tiny_tokenizer.decode(completion) and 0 in mask and mask[-1] == 1
+
+
+def test_a_deterministic_harness_plays_the_same_sessions_whatever_the_timing_and_the_batch(worker):
+    """Per-request seeds and lock-step stepping: the same rows played twice by a harness whose pauses
+    between calls are random give the same ids and logprobs; a row played alone gives the same ids."""
+    rows = [{"question": "查一下我的余额"}, {"question": "hi"}]
+    kw = {"n": 3, "temperature": 1.0, "max_tokens": 10, "seed": 7}
+    first = _played(worker, rows, "tests.actors.harnesses:jittery", **kw).samples
+    again = _played(worker, rows, "tests.actors.harnesses:jittery", **kw).samples
+    alone = _played(worker, rows[:1], "tests.actors.harnesses:jittery", **kw).samples
+    assert len({tuple(s.token_ids) for s in first[:3]}) > 1  # the three sessions of a row differ
+    assert [s.token_ids for s in first] == [s.token_ids for s in again]
+    assert [s.logprobs for s in first] == [s.logprobs for s in again]
+    assert [s.token_ids for s in first[:3]] == [s.token_ids for s in alone]
+    assert all(s.episode.score["turns"] == 3 for s in first)

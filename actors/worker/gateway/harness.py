@@ -52,20 +52,66 @@ def load_harness(path: str) -> Harness:
 
 
 def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: int, timeout_s: float,
-         concurrency: int, prefix: str) -> list[Played]:
+         concurrency: int, prefix: str, lockstep: bool = False) -> list[Played]:
     """n sessions of each row, played by `harness` through the gateway while this thread steps the
-    engine; in row order, each row's n sessions together."""
+    engine; in row order, each row's n sessions together. `lockstep`: the engine steps only when every
+    running harness waits on it (`Bridge`), and harnesses start in order as earlier ones end: with
+    per-request seeds, a deterministic harness's sessions are the same in every run."""
     played = [Played(f"{prefix}-{i}-{j}", i) for i, _ in enumerate(rows) for j in range(n)]
-    done = asyncio.run_coroutine_threadsafe(_all(gateway, harness, rows, played, timeout_s, concurrency),
-                                            gateway.loop)
-    while not done.done():
-        gateway.bridge.pump(stepper)
-    done.result()
-    while gateway.bridge.pump(stepper, wait_s=0.0):  # requests a timed-out harness left in the engine
+    bridge = gateway.bridge
+    bridge.lockstep = lockstep
+    try:
+        done = asyncio.run_coroutine_threadsafe(
+            _all(gateway, harness, rows, played, timeout_s, concurrency), gateway.loop)
+        while not done.done():
+            bridge.pump(stepper)
+        done.result()
+    finally:
+        bridge.lockstep = False
+    while bridge.pump(stepper, wait_s=0.0):  # requests a timed-out harness left in the engine
         pass
     for p in played:
         p.calls, p.messages, p.limited = gateway.take(p.session)
     return played
+
+
+async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: list[Played], timeout_s: float,
+               concurrency: int) -> None:
+    """Every session, at most `concurrency` at once; the next starts, in order, as one ends."""
+    import openai
+
+    queue = iter(played)
+    tasks: list[asyncio.Task] = []
+
+    def start(ended: str | None = None) -> None:
+        p = next(queue, None)
+        if p is None:
+            if ended is not None:
+                gateway.bridge.end(ended)
+            return
+        gateway.bridge.start(p.session, ended)
+        tasks.append(asyncio.ensure_future(one(p)))
+
+    async def one(p: Played) -> None:
+        client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
+                                    max_retries=0, timeout=timeout_s)
+        t = time.perf_counter()
+        try:
+            out = await asyncio.wait_for(harness(client, dict(rows[p.row_index])), timeout_s)
+            p.reward, p.metrics = _reward(out)
+        except TimeoutError:
+            p.error = f"timed out after {timeout_s:g}s"
+        except Exception as e:  # noqa: BLE001 - the harness's own failure: this episode's
+            p.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+        finally:
+            p.seconds = time.perf_counter() - t
+            start(ended=p.session)
+            await client.close()
+
+    for _ in range(min(concurrency, len(played))):
+        start()
+    while not all(t.done() for t in tasks) or len(tasks) < len(played):
+        await asyncio.gather(*tasks)
 
 
 def episode_sample(p: Played, decode: Callable[[list[int]], str], version: int) -> Sample:
@@ -88,31 +134,6 @@ def episode_sample(p: Played, decode: Callable[[list[int]], str], version: int) 
     head.parts, head.episode = pieces[1:] or None, episode
     head.finish_reason = "length" if p.limited else "stop"
     return head
-
-
-async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: list[Played], timeout_s: float,
-               concurrency: int) -> None:
-    import openai
-
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(p: Played) -> None:
-        async with gate:
-            client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
-                                        max_retries=0, timeout=timeout_s)
-            t = time.perf_counter()
-            try:
-                out = await asyncio.wait_for(harness(client, dict(rows[p.row_index])), timeout_s)
-                p.reward, p.metrics = _reward(out)
-            except TimeoutError:
-                p.error = f"timed out after {timeout_s:g}s"
-            except Exception as e:  # noqa: BLE001 - the harness's own failure: this episode's
-                p.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-            finally:
-                p.seconds = time.perf_counter() - t
-                await client.close()
-
-    await asyncio.gather(*(one(p) for p in played))
 
 
 def _reward(out: Any) -> tuple[float, dict[str, float]]:

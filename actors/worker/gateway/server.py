@@ -15,8 +15,8 @@ import asyncio
 import hmac
 import itertools
 import logging
-import queue
 import threading
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -27,37 +27,74 @@ log = logging.getLogger(__name__)
 
 
 class Bridge:
-    """Requests from the loop to the thread that steps the engine, and their samples back."""
+    """Requests from the loop to the thread that steps the engine, and their samples back.
+
+    In lock step (while a run plays its harnesses) the engine steps only when every live harness waits on
+    it, and takes what waits in the order of its keys (session, call, sample): which requests share each
+    engine step then depends on what the harnesses asked, not on when their HTTP requests arrived, and
+    the sampled tokens and their logprobs are the same in every run. A harness that works between its
+    calls holds the engine meanwhile (until it calls, returns, or runs out of time)."""
 
     def __init__(self) -> None:
-        self.waiting: queue.Queue = queue.Queue()
-        self.futures: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
+        self.waiting: list[tuple[str, list[int], Any, str | None]] = []
+        self.futures: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future, str | None]] = {}
+        self.cond = threading.Condition()
+        self.lockstep = False
+        self.alive: set[str] = set()  # lock step: the sessions whose harness runs
+        self.outstanding: dict[str, int] = {}  # per session: its samples not yet back
         self._keys = itertools.count()
 
-    async def sample(self, prompt_ids: list[int], params: list[Any]) -> list[Sampled]:
+    async def sample(self, prompt_ids: list[int], params: list[Any], session: str | None = None,
+                     call: int = 0) -> list[Sampled]:
         """One sample per `params`, from the engine (called on the loop)."""
         loop = asyncio.get_running_loop()
         futures = []
-        for p in params:
-            key = f"gw{next(self._keys)}"
-            fut = loop.create_future()
-            self.futures[key] = (loop, fut)
-            self.waiting.put((key, list(prompt_ids), p))
-            futures.append(fut)
+        with self.cond:
+            for i, p in enumerate(params):
+                key = f"{session}/{call:04d}/{i:03d}" if session is not None else f"gw{next(self._keys)}"
+                fut = loop.create_future()
+                self.futures[key] = (loop, fut, session)
+                self.waiting.append((key, list(prompt_ids), p, session))
+                self.outstanding[session] = self.outstanding.get(session, 0) + 1
+                futures.append(fut)
+            self.cond.notify_all()
         return list(await asyncio.gather(*futures))
+
+    def start(self, session: str, ended: str | None = None) -> None:
+        """Lock step: `session`'s harness starts (in place of `ended`'s, in one move: never a moment in
+        which the engine could step without the newcomer)."""
+        with self.cond:
+            self.alive.add(session)
+            self.alive.discard(ended)
+            self.cond.notify_all()
+
+    def end(self, session: str) -> None:
+        with self.cond:
+            self.alive.discard(session)
+            self.cond.notify_all()
+
+    def _ready(self) -> bool:
+        """Lock step: every live harness waits on the engine (none is between its calls)."""
+        return all(self.outstanding.get(s, 0) > 0 for s in self.alive)
 
     def pump(self, stepper: Any, wait_s: float = 0.01) -> int:
         """On the engine's thread: add what is waiting, take one engine step, hand back what finished;
         returns the requests in flight after it."""
-        try:
-            while True:
-                key, ids, params = self.waiting.get(block=not stepper.running(), timeout=wait_s)
-                stepper.add_params(key, ids, params)
-        except queue.Empty:
-            pass
+        with self.cond:
+            if self.lockstep:
+                if not self.cond.wait_for(self._ready, timeout=wait_s):
+                    return stepper.running()  # a harness is between its calls
+            elif not self.waiting and not stepper.running():
+                self.cond.wait(timeout=wait_s)
+            taken, self.waiting = sorted(self.waiting, key=lambda w: w[0]), []
+        for key, ids, params, _ in taken:
+            stepper.add_params(key, ids, params)
         if stepper.running():
             for key, ids, logprobs, finish in stepper.step():
-                loop, fut = self.futures.pop(key)
+                with self.cond:
+                    loop, fut, session = self.futures.pop(key)
+                    # the session is between calls from here on (its harness may have gone: timed out)
+                    self.outstanding[session] = self.outstanding.get(session, 1) - 1
                 loop.call_soon_threadsafe(_resolve, fut, (ids, logprobs, finish))
         return stepper.running()
 
@@ -80,7 +117,8 @@ class Gateway:
         # not given, and the room left in the context), which replaces the request's (the samples are the
         # policy's, at the run's temperature), and the calls a session may make (`limited` holds the
         # sessions that asked for more, or whose conversation filled the context: truncated episodes).
-        self.sampling: Callable[[int | None, int], Any] | None = None
+        self.sampling: Callable[[int | None, int, int], Any] | None = None
+        self.asked: dict[str, int] = {}  # per session: the calls it asked for so far (the call index)
         self.max_calls: int | None = None
         self.limited: set[str] = set()
         self.loop = asyncio.new_event_loop()
@@ -167,7 +205,8 @@ class Gateway:
             if _CONTEXT in str(e):
                 self.limited.add(session)
             return _error(web, 400, str(e) if isinstance(e, Refused) else f"invalid request: {e}")
-        if self.max_calls is not None and len(self.calls.get(session, [])) >= self.max_calls:
+        call = self.asked[session] = self.asked.get(session, -1) + 1
+        if self.max_calls is not None and call >= self.max_calls:
             self.limited.add(session)
             return _error(web, 400, f"this session has made its {self.max_calls} calls (env.max_turns)")
         params = rendered.params
@@ -177,9 +216,10 @@ class Gateway:
                 self.limited.add(session)
                 return _error(web, 400, f"{_CONTEXT} is {self.renderer.max_model_len} tokens, which the "
                                         "conversation fills")
-            params = [self.sampling(_asked_tokens(body), room) for _ in params]
+            params = [self.sampling(_asked_tokens(body), room, request_seed(session, call, i))
+                      for i in range(len(params))]
         version = self.version()
-        samples = await self.bridge.sample(rendered.prompt_ids, params)
+        samples = await self.bridge.sample(rendered.prompt_ids, params, session, call)
         for ids, logprobs, finish in samples:
             self.calls.setdefault(session, []).append(
                 Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
@@ -192,7 +232,15 @@ class Gateway:
         """A finished session's recorded calls, its last conversation and whether it hit the call limit."""
         limited = session in self.limited
         self.limited.discard(session)
+        self.asked.pop(session, None)
+        self.bridge.outstanding.pop(session, None)
         return self.calls.pop(session, []), self.transcripts.pop(session, []), limited
+
+
+def request_seed(session: str, call: int, sample: int) -> int:
+    """The sampling seed of a session's call (and of its n-th sample): a function of the episode and the
+    call alone, so a deterministic harness plays the same episode whatever else shares the engine."""
+    return zlib.crc32(f"{session}/{call}/{sample}".encode())
 
 
 _CONTEXT = "maximum context length"  # vLLM's words for a prompt too long for the engine
