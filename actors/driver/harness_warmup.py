@@ -43,12 +43,18 @@ def run_template(cfg: Config, tokenizer: Any = None) -> str:
 
 
 def corpus(cfg: Config, task: Task, rows: list[dict]) -> list[str]:
-    """The rendered text of the rows' scripted conversations (what a tiny model's tokenizer learns from)."""
+    """The rendered text of the rows' scripted conversations (what a tiny model's tokenizer learns from);
+    none for a task without scripted replies or a harness that cannot play them (it will fail in the run,
+    where its failures are counted, not here)."""
     template = template_text(cfg.env.chat_template)
     if template is None:
         return []
+    try:
+        played = conversations(cfg, task, rows)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return []
     return [render(template, [*asked[-1].messages, asked[-1].reply], asked[-1].tools, False)
-            for asked in conversations(cfg, task, rows) if asked]
+            for asked in played if asked]
 
 
 def reply_text(template: str, asked: Asked, eos: str) -> tuple[str, str]:
@@ -60,6 +66,17 @@ def reply_text(template: str, asked: Asked, eos: str) -> tuple[str, str]:
                          "closed by the end-of-turn token")
     reply = full[len(prompt):]
     return prompt, reply[: reply.index(eos)]
+
+
+def fallback_probe(cfg: Config, tokenizer: Any, row: dict) -> tuple[list[int], list[int]]:
+    """A probe sequence for a run without scripted conversations (the push check needs any fixed one): the
+    row as a user turn, rendered by the run's template, and a short fixed reply."""
+    import json
+
+    asked = [{"role": "user", "content": json.dumps(row, ensure_ascii=False)[:400]}]
+    text = render(run_template(cfg, tokenizer), asked, None, True)
+    return (tokenizer.encode(text, add_special_tokens=False),
+            tokenizer.encode("ok", add_special_tokens=False) + [tokenizer.eos_token_id])
 
 
 def harness_examples(cfg: Config, task: Task, tokenizer: Any, rows: list[dict]) -> list[tuple]:

@@ -229,6 +229,16 @@ class Harness(Episodes):
 
         return harness_examples(self.cfg, self.task, tokenizer, rows)
 
+    def probe(self, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
+        """The first scripted call of the first row, as the harness asks it; any fixed sequence where the
+        task has no scripted replies or the harness cannot play them."""
+        from actors.driver.harness_warmup import fallback_probe
+
+        try:
+            return super().probe(tokenizer, rows)
+        except Exception:  # noqa: BLE001 - the probe only needs a fixed sequence
+            return fallback_probe(self.cfg, tokenizer, rows[0])
+
     def tokenizer_text(self) -> tuple[Callable[[], list[str]], list[str]]:
         """The task's episode text and its scripted conversations as the harness and template render them."""
         from actors.driver.harness_warmup import corpus

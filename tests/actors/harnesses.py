@@ -126,3 +126,8 @@ async def jittery(client: openai.AsyncOpenAI, row: dict) -> float:
         messages += [{"role": "assistant", "content": out.choices[0].message.content or ""},
                      {"role": "user", "content": "go on"}]
     return 1.0
+
+
+async def always_fails(client: openai.AsyncOpenAI, row: dict) -> float:
+    """A harness whose own code is broken: it raises before it ever calls the model."""
+    raise KeyError("question")

@@ -94,3 +94,19 @@ def test_a_resumed_harness_run_trains_on_the_batch_its_checkpoint_held(harness_r
     assert rows[0]["policy_version"] == 3
     (batch,) = RecordingLearner.batches
     assert batch.prompt_ids[0] == session["prompt_ids"] and batch.completion_ids[0] == session["token_ids"]
+
+
+def test_a_run_whose_harness_always_fails_stops_naming_it(tmp_path):
+    cfg = load_config("tiny-cpu-agent-openai", [*SMALL, "train.warmup.enabled=false", "train.steps=5",
+                                                "train.max_failed_steps=2", "train.eval_before=false",
+                                                "env.harness=tests.actors.harnesses:always_fails"])
+    coord = Coordinator(cfg, str(tmp_path / "run"), backend=LocalBackend(),
+                        roles={"rollout": RolloutWorker, "learner": RecordingLearner})
+    try:
+        coord.setup()
+        with pytest.raises(Exception, match=r"tests.actors.harnesses:always_fails: KeyError: 'question'"):
+            for _ in range(cfg.train.steps):
+                coord.train_step()
+    finally:
+        coord.shutdown()
+    assert coord.step == 2  # stopped after the second step in a row in which every episode failed
