@@ -37,33 +37,35 @@ DESCRIPTION = (f"agent preset after its warm-up, {ROWS} rows x {N} episodes a st
                "flight")
 
 
-def warmed_policy() -> tuple[str, str]:
-    """(model dir, tokenizer dir) of the agent preset after its warm-up: made once by a zero-step run of
+def warmed_policy(preset: str = PRESET) -> tuple[str, str]:
+    """(model dir, tokenizer dir) of an agent preset after its warm-up: made once by a zero-step run of
     the preset, kept in the cache under a key of the preset's text."""
     from models.tiny import cache_root
 
     root = Path(__file__).resolve().parent.parent
-    key = hashlib.sha256((root / PRESET).read_bytes()).hexdigest()[:12]
+    key = hashlib.sha256((root / preset).read_bytes()).hexdigest()[:12]
     runs = cache_root() / f"bench-agent-{key}"
     model = runs / "warm" / "warmup_model"
     if not (model / "config.json").exists():
         print(f"bench: warming up the agent preset once (cached in {runs}) ...", flush=True)
-        subprocess.run([sys.executable, str(root / "train.py"), "--config", str(root / PRESET),
+        subprocess.run([sys.executable, str(root / "train.py"), "--config", str(root / preset),
                         "--set", "train.steps=0", "--set", "train.eval_before=false",
                         "--set", "train.eval_after=false", "--set", f"train.run_dir={runs}",
                         "--set", "train.run_name=warm", "--set", "train.progress=false"],
                        check=True, cwd=root, stdout=subprocess.DEVNULL)
-    return str(model), _tokenizer_dir()
+    return str(model), _tokenizer_dir(preset)
 
 
-def _tokenizer_dir() -> str:
+def _tokenizer_dir(preset: str) -> str:
     """The preset's tokenizer, found as a run finds it (built on first use, then cached)."""
+    from actors.driver.workloads import workload_for
     from configs.loader import load_config
     from models.tiny import resolve_model
     from tasks.base import load_task
 
-    cfg = load_config(PRESET)
-    return str(resolve_model(cfg.model, *load_task(cfg.task).tokenizer_text(episodes=True)).tokenizer_dir)
+    cfg = load_config(preset)
+    work = workload_for(cfg, load_task(cfg.task))
+    return str(resolve_model(cfg.model, *work.tokenizer_text()).tokenizer_dir)
 
 
 def agent_config(pipeline: str, policy: tuple[str, str]):

@@ -15,7 +15,9 @@ Rows:
 - the overlapped step vs max(generate, learn) measured alone at the same threads;
 - the learner: DeepSpeed ZeRO-2 vs the same step code on plain PEFT + AdamW;
 - agent episodes (bench/agent.py): RL steps and episodes per second and the engine's occupancy for the
-  `sync`, `one_step_off` and `stream` pipelines on the same work, stream and one-step-off vs sync.
+  `sync`, `one_step_off` and `stream` pipelines on the same work, stream and one-step-off vs sync;
+- the OpenAI gateway (bench/gateway.py): fund-assistant episodes per second through the gateway against
+  the same episodes played in the worker, and where the gateway's time goes.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 from pathlib import Path
 
 from bench.agent import DESCRIPTION as AGENT_WORK
+from bench.gateway import DESCRIPTION as GATEWAY_WORK
 from bench.work import DESCRIPTION
 
 SIDES = {
@@ -40,10 +43,12 @@ SIDES = {
     "learner-ds": ["learner-ds"], "learner-torch": ["learner-torch"],
     "agent-sync": ["agent", "--pipeline", "sync"], "agent-off": ["agent", "--pipeline", "one_step_off"],
     "agent-stream": ["agent", "--pipeline", "stream"],
+    "gw-harness": ["gw-harness"], "gw-worker": ["gw-worker"],
 }
 GROUPS = [("gen-ours", "gen-bare", "gen-bare-lp"), ("rl-sync", "rl-off", "rl-sync-1x1", "trl"),
-          ("learner-ds", "learner-torch"), ("agent-sync", "agent-off", "agent-stream")]
-UNITS = {"gen": 3, "rl": 3, "trl": 2, "learner": 3, "agent": 3}
+          ("learner-ds", "learner-torch"), ("agent-sync", "agent-off", "agent-stream"),
+          ("gw-harness", "gw-worker")]
+UNITS = {"gen": 3, "rl": 3, "trl": 2, "learner": 3, "agent": 3, "gw": 3}
 AGENT = {"sync": "agent-sync", "one_step_off": "agent-off", "stream": "agent-stream"}
 
 
@@ -126,6 +131,7 @@ def rows(m: dict[str, Side]) -> list[dict]:
         _row("learner step: DeepSpeed ZeRO-2 vs plain PEFT + AdamW", "s/step", ds, plain, plain / ds, "",
              n("learner-ds", "learner-torch")),
         *agent_rows(m),
+        *gateway_rows(m),
     ]
 
 
@@ -159,6 +165,27 @@ def agent_rows(m: dict[str, Side]) -> list[dict]:
     ]
 
 
+def gateway_rows(m: dict[str, Side]) -> list[dict]:
+    """Episodes per second through the gateway against the same episodes in the worker, and where the
+    gateway's seconds go (shares of its units' time, summed over all units)."""
+    gw, inside = m["gw-harness"], m["gw-worker"]
+    ours, base = per_second(gw, "samples"), per_second(inside, "samples")
+    total = sum(u["seconds"] for u in gw.units)
+    share = {k: sum(u[k] for u in gw.units) / total for k in ("engine", "render", "answer", "rest")}
+    engine_inside = sum(u["engine"] for u in inside.units) / sum(u["seconds"] for u in inside.units)
+    n = min(len(gw.units), len(inside.units))
+    return [
+        _row("agent episodes through the OpenAI gateway vs in the worker", "episodes/s", ours, base,
+             ours / base, ">= 0.8", n),
+        _row("gateway: engine steps / all (in the worker: that share)", "", share["engine"], engine_inside,
+             share["engine"] / engine_inside, "", n),
+        _row("gateway: vLLM rendering requests + answers / all", "", share["render"] + share["answer"], 1.0,
+             share["render"] + share["answer"], "", n),
+        _row("gateway: HTTP, JSON, harness code, lock-step waits / all", "", share["rest"], 1.0,
+             share["rest"], "", n),
+    ]
+
+
 def agent_table(m: dict[str, Side]) -> str:
     """Per pipeline: RL steps and episodes per second, the engine's occupancy, n."""
     lines = ["| pipeline (agent episodes) | RL steps/s | episodes/s | engine occupancy | n |",
@@ -167,6 +194,22 @@ def agent_table(m: dict[str, Side]) -> str:
         s = m[name]
         lines.append(f"| {pipeline} | {per_second(s):.3g} | {per_second(s, 'samples'):.3g} | "
                      f"{statistics.mean(u['occupancy'] for u in s.units):.3g} | {len(s.units)} |")
+    return "\n".join(lines) + "\n"
+
+
+def gateway_table(m: dict[str, Side]) -> str:
+    """Per side: episodes, model calls and sampled tokens per second, success, where the seconds went."""
+    lines = ["| fund-assistant episodes | episodes/s | calls/s | tokens/s | success | engine "
+             "| render + answer | rest | n |", "|---|---|---|---|---|---|---|---|---|"]
+    for name, label in (("gw-harness", "through the gateway"), ("gw-worker", "in the worker")):
+        s = m[name]
+        total = sum(u["seconds"] for u in s.units)
+        success = sum(u["success"] for u in s.units) / sum(u["samples"] for u in s.units)
+        engine, rendering, rest = (sum(u.get(k, 0.0) for u in s.units for k in ks) / total
+                                   for ks in (("engine",), ("render", "answer"), ("rest",)))
+        lines.append(f"| {label} | {per_second(s, 'samples'):.3g} | {per_second(s, 'calls'):.3g} | "
+                     f"{per_second(s, 'tokens'):.3g} | {success:.2f} | {engine:.2f} | {rendering:.2f} | "
+                     f"{rest:.2f} | {len(s.units)} |")
     return "\n".join(lines) + "\n"
 
 
@@ -181,8 +224,8 @@ def _row(measure: str, unit: str, ours: float, base: float, ratio: float, target
 
 def markdown(table: list[dict], meta: dict) -> str:
     lines = [f"Measured {meta['date']} on {meta['machine']}; work: {DESCRIPTION}; agent rows: "
-             f"{AGENT_WORK}; medians of n units per side (agent: rates over all n), sides interleaved over "
-             f"{meta['rounds']} rounds.", "",
+             f"{AGENT_WORK}; gateway rows: {GATEWAY_WORK}; medians of n units per side (agent and "
+             f"gateway: rates over all n), sides interleaved over {meta['rounds']} rounds.", "",
              "| measure | ngrpo-ray | baseline | ratio | target | met | n |", "|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['measure']} | {r['ngrpo_ray']:.3g} {r['unit']} | "
@@ -195,25 +238,36 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    p.add_argument("--gateway-only", action="store_true",
+                   help="measure only the gateway's group; writes gateway.md and gateway.json")
     args = p.parse_args(argv)
     t0 = time.time()
     measured: dict[str, Side] = {}
-    for group in GROUPS:
+    for group in GROUPS[-1:] if args.gateway_only else GROUPS:
         print(f"bench: {', '.join(group)} ...", flush=True)
-        if group[0].startswith("agent"):  # the sides start from the same warmed-up policy, made once
+        if group[0].startswith(("agent", "gw")):  # the sides start from one warmed-up policy, made once
             from bench.agent import warmed_policy
+            from bench.gateway import PRESET
 
-            warmed_policy()
+            warmed_policy(*([PRESET] if group[0].startswith("gw") else []))
         measured.update(measure(group, args.rounds))
     import os
     import platform
 
     meta = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "rounds": args.rounds, "seconds": round(time.time() - t0)}
-    table = rows(measured)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    text = markdown(table, meta) + "\n" + agent_table(measured)
+    if args.gateway_only:
+        table = gateway_rows(measured)
+        text = markdown(table, meta) + "\n" + gateway_table(measured)
+        (out / "gateway.md").write_text(text)
+        (out / "gateway.json").write_text(json.dumps({"meta": meta, "rows": table, "units": {
+            k: s.units for k, s in measured.items()}}, indent=1))
+        print(text)
+        return 0
+    table = rows(measured)
+    text = markdown(table, meta) + "\n" + agent_table(measured) + "\n" + gateway_table(measured)
     (out / "latest.md").write_text(text)
     (out / "latest.json").write_text(json.dumps({"meta": meta, "rows": table,
                                                  "units": {k: s.units for k, s in measured.items()}},

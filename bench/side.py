@@ -11,7 +11,8 @@ Kinds: `gen-ours` (a RolloutWorker serving a LoRA, merged), `gen-bare` (a plain 
 `gen-bare-lp` (plain, with the sampled tokens' logprobs too), `rl` (a training run on Ray: one unit is one
 RL step), `agent` (the same on agent episodes, `--pipeline`: bench/agent.py), `trl` (TRL's GRPOTrainer
 with HF generate: one unit is one optimizer step), `learner-ds` (the Learner on DeepSpeed ZeRO-2),
-`learner-torch` (the same step code on plain PEFT + AdamW).
+`learner-torch` (the same step code on plain PEFT + AdamW), `gw-harness` and `gw-worker` (fund-assistant
+episodes through the OpenAI gateway, and the same in the worker: bench/gateway.py).
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind",
                    choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "agent", "trl", "learner-ds",
-                            "learner-torch"])
+                            "learner-torch", "gw-harness", "gw-worker"])
     p.add_argument("--pipeline", choices=["sync", "one_step_off", "stream"], default="sync")
     p.add_argument("--staleness", type=int, default=0)
     p.add_argument("--threads", type=int, nargs=2, default=(2, 2), metavar=("ROLLOUT", "LEARNER"))
@@ -173,6 +174,10 @@ def main(argv: list[str] | None = None) -> int:
         side = RL(agent_config(args.pipeline, warmed_policy()))
     elif args.kind == "trl":
         side = TRL()
+    elif args.kind.startswith("gw-"):
+        from bench.gateway import GatewaySide
+
+        side = GatewaySide(args.kind)
     else:
         side = LearnerSide(plain=args.kind == "learner-torch")
     side.run()  # a warm-up unit, not measured

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bench.run import agent_table, markdown, rows
+from bench.run import agent_table, gateway_table, markdown, rows
 
 
 class _Units:
@@ -30,6 +30,11 @@ def test_ratios_and_targets():
         "agent-off": _Units([{"seconds": 9.0, "samples": 64, "occupancy": 0.3}] * 2),
         "agent-stream": _Units([{"seconds": 2.0, "samples": 64, "occupancy": 0.9, "learn": 1.5},
                                 {"seconds": 10.0, "samples": 64, "occupancy": 1.0, "learn": 9.5}]),
+        # the gateway: 64 episodes in 8 s (4 of them in the engine), in the worker in 6 s (4.5 in the engine)
+        "gw-harness": _Units([{"seconds": 8.0, "samples": 64, "calls": 192, "tokens": 3200, "success": 32,
+                               "engine": 4.0, "render": 1.0, "answer": 1.0, "rest": 2.0}] * 2),
+        "gw-worker": _Units([{"seconds": 6.0, "samples": 64, "calls": 192, "tokens": 3200, "success": 32,
+                              "engine": 4.5, "rest": 1.5}] * 2),
     }
     table = {r["measure"]: r for r in rows(m)}
     gen = table["generation vs bare vLLM (text only)"]
@@ -52,3 +57,11 @@ def test_ratios_and_targets():
     agents = agent_table(m).splitlines()
     assert agents[2:] == ["| sync | 0.1 | 6.4 | 0.4 | 2 |", "| one_step_off | 0.111 | 7.11 | 0.3 | 2 |",
                           "| stream | 0.167 | 10.7 | 0.95 | 2 |"]
+
+    gw = table["agent episodes through the OpenAI gateway vs in the worker"]
+    assert gw["ngrpo_ray"] == 8.0 and abs(gw["ratio"] - 0.75) < 1e-9 and gw["met"] == "no"  # 8/8 vs 64/6
+    assert abs(table["gateway: engine steps / all (in the worker: that share)"]["ratio"] - 0.5 / 0.75) < 1e-9
+    assert table["gateway: vLLM rendering requests + answers / all"]["ngrpo_ray"] == 0.25
+    assert gateway_table(m).splitlines()[2:] == [
+        "| through the gateway | 8 | 24 | 400 | 0.50 | 0.50 | 0.25 | 0.25 | 2 |",
+        "| in the worker | 10.7 | 32 | 533 | 0.50 | 0.75 | 0.00 | 0.25 | 2 |"]

@@ -16,6 +16,7 @@ import hmac
 import itertools
 import logging
 import threading
+import time
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +43,7 @@ class Bridge:
         self.lockstep = False
         self.alive: set[str] = set()  # lock step: the sessions whose harness runs
         self.outstanding: dict[str, int] = {}  # per session: its samples not yet back
+        self.engine_s = 0.0  # seconds in engine steps (a benchmark's split of the time)
         self._keys = itertools.count()
 
     async def sample(self, prompt_ids: list[int], params: list[Any], session: str | None = None,
@@ -90,7 +92,10 @@ class Bridge:
         for key, ids, params, _ in taken:
             stepper.add_params(key, ids, params)
         if stepper.running():
-            for key, ids, logprobs, finish in stepper.step():
+            t = time.perf_counter()
+            finished = stepper.step()
+            self.engine_s += time.perf_counter() - t
+            for key, ids, logprobs, finish in finished:
                 with self.cond:
                     loop, fut, session = self.futures.pop(key)
                     # the session is between calls from here on (its harness may have gone: timed out)
@@ -119,6 +124,7 @@ class Gateway:
         # sessions that asked for more, or whose conversation filled the context: truncated episodes).
         self.sampling: Callable[[int | None, int, int], Any] | None = None
         self.asked: dict[str, int] = {}  # per session: the calls it asked for so far (the call index)
+        self.render_s = self.answer_s = 0.0  # seconds rendering requests and answers (a benchmark's split)
         self.max_calls: int | None = None
         self.limited: set[str] = set()
         self.loop = asyncio.new_event_loop()
@@ -200,7 +206,9 @@ class Gateway:
             body = await request.json()
             if body.get("stream"):
                 raise Refused("streamed responses are not served; ask without stream")
+            t = time.perf_counter()
             rendered = await render(body)
+            self.render_s += time.perf_counter() - t
         except ValueError as e:  # Refused, and pydantic's and vLLM's validation errors
             if _CONTEXT in str(e):
                 self.limited.add(session)
@@ -223,7 +231,9 @@ class Gateway:
         for ids, logprobs, finish in samples:
             self.calls.setdefault(session, []).append(
                 Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
+        t = time.perf_counter()
         answer = await respond(rendered, samples)
+        self.answer_s += time.perf_counter() - t
         if isinstance(body.get("messages"), list) and answer.get("choices"):
             self.transcripts[session] = [*body["messages"], answer["choices"][0].get("message", {})]
         return web.json_response(answer)

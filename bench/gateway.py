@@ -1,0 +1,126 @@
+"""The gateway row's work: fund-assistant episodes through the OpenAI gateway against the same episodes
+played in the worker.
+
+Both sides hold a RolloutWorker on the OpenAI-harness preset's warmed-up policy and play the same 8 rows
+x 8 episodes a unit (up to 5 calls of at most 80 tokens, temperature 1, the unit's seed):
+
+- `gw-harness`: `play_harness` with the fund harness (tasks/fund_assistant/harness.py): HTTP and JSON,
+  vLLM's render and derender of every call, per-request seeds and lock step (chunked prefill off);
+- `gw-worker`: the same conversations in the worker's own agent loop (`run_episodes`: token ids in and
+  out, no HTTP, no JSON, nothing rendered after the first prompt), its environment speaking the
+  harness's format: the same system turn with the tool list, `<tool_call>` blocks, `<tool_response>`
+  turns, the same account and score.
+
+A unit reports its episodes, sampled tokens and seconds; the gateway's also where they went: vLLM's
+rendering of requests, of answers, the engine's steps, and the rest (HTTP, JSON, the harness's own code,
+waiting for harnesses in lock step).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+
+from bench.agent import warmed_policy
+
+PRESET = "configs/tiny-cpu-agent-openai.yaml"
+ROWS, N = 8, 8
+DESCRIPTION = (f"OpenAI-harness preset after its warm-up, {ROWS} rows x {N} fund-assistant episodes a unit, "
+               "up to 5 calls x 80 tokens, temperature 1")
+_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+def tools_format_env(max_turns: int):
+    """The fund account in the harness's format, for the worker's own agent loop (see the docstring)."""
+    from models.tool_template import TOOLS_CHAT_TEMPLATE, render
+    from tasks.env import Environment
+    from tasks.fund_assistant.env import FundAccountEnv
+    from tasks.fund_assistant.harness import SYSTEM, TOOL_SPECS
+
+    head = render(TOOLS_CHAT_TEMPLATE, [{"role": "system", "content": SYSTEM}], TOOL_SPECS, False)
+    system = head.removeprefix("<|im_start|>system\n").removesuffix("<|im_end|>\n")
+
+    class ToolsFormatEnv(Environment):
+        def reset(self, row: dict) -> list[dict]:
+            self.env = FundAccountEnv(max_turns)
+            user = [m for m in self.env.reset(row) if m["role"] == "user"]
+            return [{"role": "system", "content": system}, *user]
+
+        def step(self, text: str):
+            calls = _CALL.findall(text)
+            if not calls:
+                return self.env.answer_with(text, bool(text.strip()))
+            try:
+                call = json.loads(calls[0])
+            except ValueError:
+                call = None
+            if not isinstance(call, dict):
+                return self.env.call(None, None, False)
+            params = call.get("arguments") if isinstance(call.get("arguments"), dict) else None
+            return self.env.call(call.get("name"), params, len(calls) == 1 and params is not None)
+
+        def score(self) -> dict:
+            return self.env.score()
+
+    return lambda: ToolsFormatEnv(max_turns)
+
+
+class GatewaySide:
+    """One side of the gateway row (`gw-harness` or `gw-worker`); a unit plays ROWS x N episodes."""
+
+    def __init__(self, kind: str) -> None:
+        from actors.driver.workloads import workload_for
+        from actors.worker.rollout_worker import RolloutWorker
+        from cluster.runtime import apply_role_env
+        from configs.loader import load_config
+        from models.tool_template import TOOLS_CHAT_TEMPLATE
+        from tasks.base import load_task
+
+        apply_role_env()
+        self.kind = kind
+        self.cfg = load_config(PRESET)
+        self.work = workload_for(self.cfg, load_task(self.cfg.task))
+        model, tokenizer = warmed_policy(PRESET)
+        self.rows = self.work.rows()[0][:ROWS]
+        self.worker = RolloutWorker(model, tokenizer, self.cfg.rollout, self.cfg.model.lora,
+                                    request_seeds=kind == "gw-harness")
+        self.worker.tokenizer.chat_template = TOOLS_CHAT_TEMPLATE  # gw-worker renders its first prompts so
+        self.make_env = tools_format_env(self.cfg.env.max_turns)
+        self.units = 0
+
+    def run(self) -> dict:
+        self.units += 1
+        w, seed = self.worker, 1000 + self.units
+        t = time.perf_counter()
+        if self.kind == "gw-harness":
+            gw = w.gateway
+            before = (gw.render_s, gw.answer_s, gw.bridge.engine_s) if gw else (0.0, 0.0, 0.0)
+            samples = [s for g in w.play_harness(self.rows, **self.work.sampling(), n=N, temperature=1.0,
+                                                 seed=seed).groups for s in g]
+            seconds = time.perf_counter() - t
+            gw = w.gateway
+            render, answer, engine = (a - b for a, b in zip(
+                (gw.render_s, gw.answer_s, gw.bridge.engine_s), before))
+            split = {"render": render, "answer": answer, "engine": engine,
+                     "rest": seconds - render - answer - engine}
+        else:
+            from actors.worker.agent_loop import run_episodes
+
+            params = w._sampling(1, 1.0, None, seed)
+            engine_s = [0.0]
+
+            def engine(sequences):
+                t0 = time.perf_counter()
+                outs, logprobs = w._run(sequences, params)
+                engine_s[0] += time.perf_counter() - t0
+                return [(list(o.outputs[0].token_ids), lps[0]) for o, lps in zip(outs, logprobs)]
+
+            rows = [r for r in self.rows for _ in range(N)]
+            samples = run_episodes(rows, self.make_env, w.tokenizer, engine,
+                                   w._context(None, None), w.version)
+            seconds = time.perf_counter() - t
+            split = {"engine": engine_s[0], "rest": seconds - engine_s[0]}
+        return {"seconds": seconds, "samples": len(samples), "tokens": sum(s.policy_tokens for s in samples),
+                "calls": sum(s.episode.score.get("turns", 0.0) for s in samples),
+                "success": sum(s.episode.score.get("success", 0.0) for s in samples), **split}
