@@ -57,6 +57,7 @@ class Chaos:
     kinds: list[str] | None = None  # a fixed schedule instead of the seeded one
     pause: tuple[float, float] = (0.5, 1.5)  # seconds after the run's progress before the next kill
     log: list[dict] = field(default_factory=list)
+    config: str | None = None  # a preset instead of the default
 
     def schedule(self) -> list[str]:
         """Which kill comes when: random roles, with a checkpoint write, a push and a recovery among them
@@ -93,7 +94,7 @@ class Chaos:
         return run
 
     def _start(self) -> Run:
-        return start(self.parent, self.name, *self.settings, steps=self.steps)
+        return start(self.parent, self.name, *self.settings, steps=self.steps, config=self.config)
 
     def _rows_at_last_kill(self) -> int:
         return self.log[-1]["rows"] if self.log else 0

@@ -125,22 +125,27 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reward-at", type=int, default=6)
     p.add_argument("--add-after", type=float, default=20.0)
     p.add_argument("--dir", default=None)
+    p.add_argument("--harness", action="store_true",
+                   help="episodes played by the OpenAI harness through each worker's gateway (the "
+                        "tiny-cpu-agent-openai preset; no reward actors, so no reward phase)")
     a = p.parse_args(argv)
+    config = "configs/tiny-cpu-agent-openai.yaml" if a.harness else None
+    extra = ("task.options.n_episodes=60", "env.max_turns=3") if a.harness else ()
     parent = Path(a.dir or tempfile.mkdtemp(prefix="lost-node-"))
     cluster = start_cluster()
     names = {n.node_id: f"node{i}" for i, n in enumerate(cluster.list_all_nodes())}
     names[cluster.head_node.node_id] = "head"
     try:
-        common = (*LAYOUT, f"cluster.address={cluster.address}")
+        common = (*LAYOUT, *extra, f"cluster.address={cluster.address}")
         t0 = time.monotonic()
-        straight = start(parent, "straight", *common, steps=a.steps)
+        straight = start(parent, "straight", *common, steps=a.steps, config=config)
         if straight.finish(timeout=1800) != 0:
             print(straight.output()[-4000:])
             return 1
         t1 = time.monotonic()
-        run = start(parent, "lost", *common, steps=a.steps)
+        run = start(parent, "lost", *common, steps=a.steps, config=config)
         phases = [("learner", a.learner_at, False), ("rollout", a.workers_at, True),
-                  ("reward", a.reward_at, True)]
+                  *([] if a.harness else [("reward", a.reward_at, True)])]
         chaos = LostNodes(cluster, run, phases, a.add_after)
         chaos.play()  # here: Ray starts a node only from the main thread (it installs signal handlers)
         if chaos.errors:
@@ -151,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
         t2 = time.monotonic()
         print(f"straight run: {t1 - t0:.0f} s; run losing nodes: {t2 - t1:.0f} s (exit {code})")
         first = run.events("placement")[0]
-        print("placement at start: " + describe({r: first[r] for r in ROLES}, names))
+        print("placement at start: " + describe({r: first[r] for r in ROLES if r in first}, names))
         for entry in chaos.log:
             held = f", holding {entry['held']}" if entry.get("held") else ""
             node = names.get(entry["node"], entry["node"][:8])

@@ -9,6 +9,7 @@ import signal
 import pytest
 
 from observe.schema import lookup
+from tests.faults.chaos import Chaos, adapter_digest, format_log
 from tests.faults.harness import adapter_fingerprint, same_rows, start
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed, pytest.mark.faults]
@@ -37,22 +38,44 @@ def test_a_killed_rollout_worker_plays_its_episodes_again(tmp_path):
 
 
 HARNESS = ["task.options.n_episodes=60", "env.max_turns=3"]
+OPENAI = "configs/tiny-cpu-agent-openai.yaml"
 
 
-def test_a_rollout_worker_killed_while_harnesses_talk_to_it_plays_their_sessions_again(tmp_path):
+@pytest.fixture(scope="module")
+def harness_straight(tmp_path_factory):
+    """Four steps of the OpenAI-harness preset, left alone: what the harness runs with faults must equal."""
+    straight = start(tmp_path_factory.mktemp("harness"), "harness-straight", *HARNESS, steps=4, config=OPENAI)
+    assert straight.finish() == 0, straight.output()
+    return straight
+
+
+def test_a_rollout_worker_killed_while_harnesses_talk_to_it_plays_their_sessions_again(harness_straight,
+                                                                                      tmp_path):
     """The same for episodes an OpenAI harness plays through the worker's gateway: the replacement starts
     its own gateway, the sessions are played again with the same per-request seeds, and the rows (every
     sampled id and logprob behind them) and the adapter are the straight run's."""
-    config = "configs/tiny-cpu-agent-openai.yaml"
-    straight = start(tmp_path, "harness-straight", *HARNESS, steps=4, config=config)
-    assert straight.finish() == 0, straight.output()
-    run = start(tmp_path, "harness-kill9", *HARNESS, steps=4, config=config)
+    run = start(tmp_path, "harness-kill9", *HARNESS, steps=4, config=OPENAI)
     run.wait_rows(2)
     os.kill(run.pid("rollout"), signal.SIGKILL)
     assert run.finish() == 0, run.output()
-    same_rows(straight.rows(), run.rows())
+    same_rows(harness_straight.rows(), run.rows())
     assert [e["role"] for e in run.events("recovery")] == ["rollout"]
-    assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
+    assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(harness_straight.run_dir)
     for row in run.rows():
         assert row["calls_per_episode"] >= 1.0 and row["harness_failures"] == 0.0
         assert row.get("logprob_gap_max", 0.0) < 1e-3  # the sessions scored as vLLM sampled them
+
+
+def test_chaos_on_a_harness_run_ends_as_the_straight_run(harness_straight, tmp_path):
+    """Kill -9 of the worker serving the gateway, of the learner and of the coordinator (set up again from
+    its checkpoint, the harness sessions of the steps after it played again): the straight run's rows
+    and adapter bytes."""
+    chaos = Chaos(tmp_path, "harness-chaos", 4, kills=3, seed=0, pause=(0.0, 0.5),
+                  kinds=["rollout", "learner", "coordinator"],
+                  settings=("train.max_restarts=100", *HARNESS), config=OPENAI)
+    run = chaos.play()
+    print(format_log(chaos.log))
+    same_rows(harness_straight.rows(), run.rows())
+    assert adapter_digest(run.run_dir) == adapter_digest(harness_straight.run_dir)
+    assert [e["role"] for e in chaos.log if e["role"] != "missed"][:2] == ["rollout", "learner"], (
+        format_log(chaos.log))

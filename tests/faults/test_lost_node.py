@@ -48,3 +48,17 @@ def test_a_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straigh
     for role in ("learner", "rollout", "reward"):
         assert f"node removed (holding the {role})" in p.stdout
     assert p.stdout.count("node added") == 2 and "identical: 6 metrics rows" in p.stdout
+
+
+def test_a_harness_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the_straight_run(tmp_path):
+    """The same with episodes an OpenAI harness plays through each worker's gateway (four steps, no reward
+    actors): the lost worker's replacement serves its own gateway on the node that takes it."""
+    p = subprocess.run([sys.executable, "-m", "tests.faults.lost_node", "--dir", str(tmp_path), "--harness",
+                        "--steps", "4", "--learner-at", "1", "--workers-at", "2", "--add-after", "8"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=2400)
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out[-6000:]
+    print(p.stdout)
+    moved = {e["moved"] for e in _events(tmp_path / "lost") if e["event"] == "recovered" and e["placed"]}
+    assert {"learner", "rollout"} <= moved
+    assert "identical: 4 metrics rows" in p.stdout
