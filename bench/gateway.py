@@ -18,8 +18,6 @@ waiting for harnesses in lock step).
 
 from __future__ import annotations
 
-import json
-import re
 import time
 
 from bench.agent import warmed_policy
@@ -28,42 +26,6 @@ PRESET = "configs/tiny-cpu-agent-openai.yaml"
 ROWS, N = 8, 8
 DESCRIPTION = (f"OpenAI-harness preset after its warm-up, {ROWS} rows x {N} fund-assistant episodes a unit, "
                "up to 5 calls x 80 tokens, temperature 1")
-_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
-
-
-def tools_format_env(max_turns: int):
-    """The fund account in the harness's format, for the worker's own agent loop (see the docstring)."""
-    from models.tool_template import TOOLS_CHAT_TEMPLATE, render
-    from tasks.env import Environment
-    from tasks.fund_assistant.env import FundAccountEnv
-    from tasks.fund_assistant.harness import SYSTEM, TOOL_SPECS
-
-    head = render(TOOLS_CHAT_TEMPLATE, [{"role": "system", "content": SYSTEM}], TOOL_SPECS, False)
-    system = head.removeprefix("<|im_start|>system\n").removesuffix("<|im_end|>\n")
-
-    class ToolsFormatEnv(Environment):
-        def reset(self, row: dict) -> list[dict]:
-            self.env = FundAccountEnv(max_turns)
-            user = [m for m in self.env.reset(row) if m["role"] == "user"]
-            return [{"role": "system", "content": system}, *user]
-
-        def step(self, text: str):
-            calls = _CALL.findall(text)
-            if not calls:
-                return self.env.answer_with(text, bool(text.strip()))
-            try:
-                call = json.loads(calls[0])
-            except ValueError:
-                call = None
-            if not isinstance(call, dict):
-                return self.env.call(None, None, False)
-            params = call.get("arguments") if isinstance(call.get("arguments"), dict) else None
-            return self.env.call(call.get("name"), params, len(calls) == 1 and params is not None)
-
-        def score(self) -> dict:
-            return self.env.score()
-
-    return lambda: ToolsFormatEnv(max_turns)
 
 
 class GatewaySide:
@@ -86,7 +48,8 @@ class GatewaySide:
         self.worker = RolloutWorker(model, tokenizer, self.cfg.rollout, self.cfg.model.lora,
                                     request_seeds=kind == "gw-harness")
         self.worker.tokenizer.chat_template = TOOLS_CHAT_TEMPLATE  # gw-worker renders its first prompts so
-        self.make_env = tools_format_env(self.cfg.env.max_turns)
+        task = load_task(self.cfg.task)
+        self.make_env = lambda: task.harness_environment(self.cfg.env.max_turns)
         self.units = 0
 
     def run(self) -> dict:

@@ -155,11 +155,7 @@ class Config(Section):
                              "set train.warmup.drill.steps or train.warmup.drill.mix above 0")
 
     def _harness_checks(self) -> None:
-        """A harness run samples through the gateway: its sessions are played within one call of each worker,
-        which the stream pipeline's sample stream does not make (yet), and its turns are not ReAct JSON."""
-        if self.train.pipeline.kind == "stream":
-            raise ValueError("env: harness runs with train.pipeline sync or one_step_off; "
-                             "the stream pipeline does not play harnesses yet")
+        """A harness's turns are the model's own chat format, not ReAct JSON (DART weighs the latter)."""
         if self.algorithm.loss.dart:
             raise ValueError("algorithm.loss.dart weighs the fields of ReAct JSON turns; a harness's turns "
                              "are the model's own chat format: set algorithm.loss.dart false")

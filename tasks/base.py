@@ -161,6 +161,11 @@ class Task(ABC):
         harness with for `row`, in order: the warm-up of a harness run (`actors.driver.harness_warmup`)."""
         raise ConfigError(f"task {self.name!r} has no scripted replies for a harness's warm-up")
 
+    def harness_environment(self, max_turns: int) -> Environment:
+        """The harness's episodes as an in-worker environment speaking the harness's format (what the
+        gateway's benchmark plays in the worker to compare)."""
+        raise ConfigError(f"task {self.name!r} has no in-worker form of its harness's episodes")
+
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Up to `n` (messages, target) pairs for the warm-up's entity drill (`train.warmup.drill`): a
         request under an instruction of the drill's own, and as the target only what the calls must copy

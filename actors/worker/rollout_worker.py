@@ -120,10 +120,14 @@ class RolloutWorker:
     # ---- the sample stream (train.pipeline stream) ------------------------------------------------
     def stream_start(self, *, n: int, max_in_flight: int, max_staleness: int, seed: int, step: int = 0,
                      offsets: bool = False, task: TaskConfig | None = None, max_turns: int | None = None,
-                     max_context: int | None = None, drain_every: int = 0) -> None:
+                     max_context: int | None = None, drain_every: int = 0, harness: str | None = None,
+                     token: str = "", timeout_s: float = 120.0, concurrency: int = 16,
+                     chat_template: str = "tools", tool_parser: str | None = "hermes") -> None:
         """Start this worker's sample stream (`actors.worker.sample_stream`) at the policy of `step`, which
         it serves:
-        completions of the prompts it is fed, or with `task` episodes of the rows it is fed."""
+        completions of the prompts it is fed, with `task` episodes of the rows it is fed, with `harness`
+        that harness's sessions of them through the gateway (`concurrency` is the stream's
+        `max_in_flight` there)."""
         from actors.worker.engine_stepper import EngineStepper
         from actors.worker.sample_stream import EpisodeSettings, SampleStream
 
@@ -134,16 +138,24 @@ class RolloutWorker:
             env_task = load_task(task)
             episodes = EpisodeSettings(lambda: env_task.environment(max_turns),
                                        self._context(max_context, None))
+        sessions = None
+        if harness is not None:
+            from actors.worker.gateway.harness import LiveSessions, load_harness
+
+            self._serve_run(token, chat_template, tool_parser, None, None, max_turns or 6)
+            self.gateway.bridge.take_ended()
+            sessions = LiveSessions(self.gateway, stepper, load_harness(harness), timeout_s, self._decode,
+                                    lambda: self.version, prefix=f"t{seed}-")
         base = seed * 100_003 + self.worker_index
         self.stream = SampleStream(stepper, self.tokenizer, n=n, max_tokens=self.cfg.max_tokens,
                                max_in_flight=max_in_flight, max_staleness=max_staleness,
                                reseed=lambda version: self._reseed(base + 7919 * (version + 1)),
                                episodes=episodes, offsets=offsets, step=step, version=self.version,
-                               drain_every=drain_every)
+                               drain_every=drain_every, sessions=sessions)
 
     def stream_feed(self, batch: int, groups: list) -> None:
         """A batch's groups for this worker (prompts are tokenized here, once)."""
-        if self.stream.episodes is None and groups:
+        if self.stream.episodes is None and self.stream.sessions is None and groups:
             ids = self.tokenizer([g.item for g in groups])["input_ids"]
             for g, prompt in zip(groups, ids, strict=True):
                 g.item = prompt
@@ -158,6 +170,8 @@ class RolloutWorker:
     def stream_stop(self) -> int:
         """End the stream (the engine is emptied); returns the samples dropped."""
         stream, self.stream = getattr(self, "stream", None), None
+        if stream is not None and stream.sessions is not None:
+            self.gateway.sampling, self.gateway.max_calls = None, None
         return stream.stop() if stream is not None else 0
 
     # ---- the OpenAI gateway (actors.worker.gateway) -------------------------------------------------
@@ -215,32 +229,39 @@ class RolloutWorker:
         recorded calls are its sample (`episode_sample`). Every call samples as the run does (the
         request's temperature and the like are replaced; its max_tokens at most the run's), with a seed of
         its session and call index; with `request_seeds` the engine steps in lock step with the harnesses
-        (`actors.worker.gateway.server.Bridge`), and a deterministic harness plays the same sessions in
+        (`actors.worker.gateway.bridge.Bridge`), and a deterministic harness plays the same sessions in
         every run, on this worker or on one that replaces it."""
         from actors.worker.gateway.harness import episode_sample
-        from models.tool_template import template_text
 
         if offsets:
             raise ValueError("token offsets (DART) are not made for harness sessions")
+        self._serve_run(token, chat_template, tool_parser, temperature, max_tokens, max_turns)
+        n = n or self.cfg.n
+        try:
+            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed, f"s{seed}",
+                                        lockstep=self.request_seeds)
+        finally:
+            self.gateway.sampling, self.gateway.max_calls = None, None
+        samples = [episode_sample(p, self._decode, self.version) for p in played]
+        return self._rollout([samples[i * n : (i + 1) * n] for i in range(len(rows))])
+
+    def _serve_run(self, token: str, chat_template: str, tool_parser: str | None, temperature: float | None,
+                   max_tokens: int | None, max_turns: int) -> None:
+        """The gateway (started on first use, on this node's address, for the run's `token`) set to sample
+        as the run does, each call with its own seed where the engine allows it."""
+        from models.tool_template import template_text
+
         self.gateway_start(token, _node_address(), template_text(chat_template), tool_parser)
-        cap = max_tokens or self.cfg.max_tokens
-        seeded = self.request_seeds
+        cap, seeded = max_tokens or self.cfg.max_tokens, self.request_seeds
 
         def sampling(asked: int | None, room: int, request_seed: int):
             return self._sampling(1, temperature, min(asked or cap, cap, room), None,
                                   request_seed if seeded else None)
 
-        self.gateway.sampling = sampling
-        self.gateway.max_calls = max_turns
-        n = n or self.cfg.n
-        try:
-            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed, f"s{seed}",
-                                        lockstep=seeded)
-        finally:
-            self.gateway.sampling, self.gateway.max_calls = None, None
-        decode = lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True)  # noqa: E731
-        samples = [episode_sample(p, decode, self.version) for p in played]
-        return self._rollout([samples[i * n : (i + 1) * n] for i in range(len(rows))])
+        self.gateway.sampling, self.gateway.max_calls = sampling, max_turns
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def gateway_stop(self) -> None:
         if self.gateway is not None:

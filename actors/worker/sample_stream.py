@@ -31,6 +31,12 @@ The engine is anything with `add(key, ids, max_tokens)`, `step()` (the requests 
 key, sampled ids, their logprobs, finish reason), `clear()` (abort all; what each had sampled so
 far) and `running()`: the rollout worker's vLLM engine (`actors.worker.engine_stepper.EngineStepper`), or a
 scripted one in tests.
+
+Harness sessions (`env: harness`) are samples too, each a harness run talking to the worker's gateway
+(`actors.worker.gateway.harness.LiveSessions`): a group's n sessions start together, the engine steps in
+lock step with them, and a session lands when its harness returns. At a due point the engine is not
+emptied: the calls in it finish on the policy held (a call is never continued by another policy), and
+the calls asked after wait for the next policy; a session's tokens carry the versions that sampled them.
 """
 
 from __future__ import annotations
@@ -87,6 +93,16 @@ class EpisodeSettings:
     max_context: int
 
 
+class Sessions(Protocol):
+    """Harness sessions in flight (`actors.worker.gateway.harness.LiveSessions`)."""
+
+    def start(self, key: str, row: dict) -> None: ...
+    def step(self) -> tuple[bool, list[tuple[str, Sample]]]: ...
+    def hold(self) -> None: ...
+    def resume(self) -> None: ...
+    def clear(self) -> int: ...
+
+
 class _Flight:
     """One sample in flight: a completion, or an episode between its turns."""
 
@@ -107,10 +123,12 @@ class SampleStream:
 
     def __init__(self, stepper: Stepper, tokenizer: Any, *, n: int, max_tokens: int, max_in_flight: int,
                  max_staleness: int, reseed: Callable[[int], None], episodes: EpisodeSettings | None = None,
-                 offsets: bool = False, step: int = 0, version: int = 0, drain_every: int = 0) -> None:
+                 offsets: bool = False, step: int = 0, version: int = 0, drain_every: int = 0,
+                 sessions: Sessions | None = None) -> None:
         self.stepper, self.tokenizer, self.n, self.max_tokens = stepper, tokenizer, n, max_tokens
         self.max_in_flight, self.k, self.reseed = max_in_flight, max_staleness, reseed
         self.episodes, self.offsets, self.drain_every = episodes, offsets, drain_every
+        self.sessions = sessions
         self.wrap = Wrapper.of(tokenizer) if episodes else None
         self.queue: deque[StreamGroup] = deque()
         self.fed_through = step  # the last batch fed (a stream resumed at `step` starts after it)
@@ -136,6 +154,9 @@ class SampleStream:
         weights are in): reseed, and add the samples in flight again with what they sampled so far."""
         self.held_step, self.version = step, version
         self.reseed(version)
+        if self.sessions is not None:
+            self.sessions.resume()
+            return
         for key, f in self.flights.items():
             self.stepper.add(key, f.sequence(), self.max_tokens - len(f.turn_ids))
 
@@ -158,17 +179,27 @@ class SampleStream:
                 break
             if not self.flights:
                 break
-            self._running += self.stepper.running()
-            self._steps += 1
+            running = self.stepper.running()
             finished_batch = False
-            for key, ids, lps, reason in self.stepper.step():
-                finished_batch |= self._land(key, ids, lps, reason, report)
+            if self.sessions is not None:
+                stepped, ended = self.sessions.step()
+                for key, sample in ended:
+                    finished_batch |= self._done(self.flights.pop(key), sample, report)
+            else:
+                stepped = True
+                for key, ids, lps, reason in self.stepper.step():
+                    finished_batch |= self._land(key, ids, lps, reason, report)
+            if stepped:
+                self._running += running
+                self._steps += 1
             if finished_batch:
                 break
         return report
 
     def stop(self) -> int:
         """End the stream: the engine is emptied; returns the samples dropped (in flight or not started)."""
+        if self.sessions is not None:
+            self.sessions.clear()
         self.stepper.clear()
         dropped = len(self.flights) + self.n * len(self.queue)
         self.flights.clear()
@@ -178,7 +209,11 @@ class SampleStream:
     # ---- inside ---------------------------------------------------------------------------------
     def _pause(self) -> None:
         """Empty the engine at a due point: each sample in flight keeps what it sampled so far (and the
-        version that did), and is added again at `take`."""
+        version that did), and is added again at `take`. Harness sessions: their calls in the engine
+        finish first, on the policy held."""
+        if self.sessions is not None:
+            self.sessions.hold()
+            return
         for key, (ids, lps) in self.stepper.clear().items():
             f = self.flights[key]
             f.turn_ids += ids
@@ -222,11 +257,16 @@ class SampleStream:
                 live.sample.versions = []
                 prompt = live.sample.prompt_ids
             else:
-                prompt = list(group.item)
+                prompt = list(group.item) if self.sessions is None else []
             self._serial += 1
-            name = f"s{self._serial}"
+            # A session's name is its place in the run (its calls' seeds are functions of it), and name order
+            # is start order (sessions land in the order of their names).
+            name = f"s{self._serial}" if self.sessions is None else f"b{key[0]:06d}-{key[1]:05d}-{slot:03d}"
             self.flights[name] = f = _Flight(key, slot, prompt, self.version, live)
-            self.stepper.add(name, f.sequence(), self.max_tokens)
+            if self.sessions is not None:
+                self.sessions.start(name, group.item)
+            else:
+                self.stepper.add(name, f.sequence(), self.max_tokens)
 
     def _land(self, key: str, ids: list[int], lps: list[float], reason: str, report: StreamReport) -> bool:
         """A request finished: a completion is done, an episode's turn goes to its environment (and its
@@ -250,6 +290,10 @@ class SampleStream:
             sample = live.finish(self.tokenizer, self.offsets)
             sample.policy_version = next(  # sample its first token after it (its first policy token's)
                 (v for v, m in zip(sample.versions, sample.loss_mask) if m), f.version0)
+        return self._done(f, sample, report)
+
+    def _done(self, f: _Flight, sample: Sample, report: StreamReport) -> bool:
+        """A sample is done: into its group. True when that finished this worker's share of a batch."""
         group = self.open[f.group]
         group[f.slot] = sample
         if any(s is None for s in group):

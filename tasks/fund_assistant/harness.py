@@ -20,10 +20,12 @@ ones the harness builds.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from openai import BadRequestError
 
+from tasks.env import Environment, StepResult
 from tasks.fund_assistant.env import FundAccountEnv
 from tasks.fund_assistant.episodes import FINAL_TOOL
 from tasks.fund_assistant.tools import TOOLS
@@ -96,3 +98,38 @@ def scripted_reply(turn: str, index: int) -> dict:
     return {"role": "assistant", "content": None, "tool_calls": [
         {"id": f"call_{index}", "type": "function",
          "function": {"name": tool, "arguments": json.dumps(params, ensure_ascii=False)}}]}
+
+
+# ---- the same episodes in the worker's own agent loop (the gateway benchmark's other side) --------------
+_CALL = re.compile(r"<tool_call>(.*?)</tool_call>", re.DOTALL)
+
+
+class ToolCallEnv(Environment):
+    """The harness's episodes as an in-worker environment: the same system turn with the tools listed as
+    the `tools` chat template lists them, the model's `<tool_call>` blocks run against the same account,
+    the answer as plain text, the same score."""
+
+    def reset(self, row: dict) -> list[dict]:
+        from models.tool_template import TOOLS_CHAT_TEMPLATE, render
+
+        head = render(TOOLS_CHAT_TEMPLATE, [{"role": "system", "content": SYSTEM}], TOOL_SPECS, False)
+        self.env = FundAccountEnv(self.max_turns)
+        user = [m for m in self.env.reset(row) if m["role"] == "user"]
+        return [{"role": "system", "content": head.removeprefix("<|im_start|>system\n").removesuffix(
+            "<|im_end|>\n")}, *user]
+
+    def step(self, assistant_text: str) -> StepResult:
+        calls = _CALL.findall(assistant_text)
+        if not calls:
+            return self.env.answer_with(assistant_text, bool(assistant_text.strip()))
+        try:
+            call = json.loads(calls[0])
+        except ValueError:
+            call = None
+        if not isinstance(call, dict):
+            return self.env.call(None, None, False)
+        params = call.get("arguments") if isinstance(call.get("arguments"), dict) else None
+        return self.env.call(call.get("name"), params, len(calls) == 1 and params is not None)
+
+    def score(self) -> dict[str, float]:
+        return self.env.score()

@@ -17,7 +17,7 @@ from pydantic import Field, field_validator
 
 from configs.base import Section
 from tasks.base import Task
-from tasks.env import run_episode
+from tasks.env import Environment, run_episode
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.data import load_jsonl
 from tasks.fund_assistant.env import FundAccountEnv
@@ -160,6 +160,11 @@ class FundAssistantTask(Task):
         from tasks.fund_assistant.harness import scripted_reply
 
         return [scripted_reply(turn, i) for i, turn in enumerate(self.episode_script(row))]
+
+    def harness_environment(self, max_turns: int) -> Environment:
+        from tasks.fund_assistant.harness import ToolCallEnv
+
+        return ToolCallEnv(max_turns)
 
     def episode_drill(self, n: int) -> list[tuple[list[dict], str]]:
         """Requests of `n` episodes from their own random stream (a held-out request is left out, and so

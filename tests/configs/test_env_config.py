@@ -65,13 +65,11 @@ def test_the_openai_preset_plays_the_fund_harness_and_the_harness_kind_has_its_o
         load_config("tiny-cpu-agent", ["env.kind=harness"])
 
 
-def test_a_harness_run_is_refused_where_its_sessions_cannot_go_yet():
-    with pytest.raises(ConfigError, match="stream pipeline does not play harnesses"):
-        load_config("tiny-cpu-agent-openai", ["train.pipeline=stream"])
+def test_a_harness_run_takes_every_pipeline_but_not_dart():
     with pytest.raises(ConfigError, match="dart"):
         load_config("tiny-cpu-agent-openai", ["algorithm.loss.dart=true"])
-    assert load_config("tiny-cpu-agent-openai", ["train.pipeline=one_step_off"]).train.pipeline.kind == \
-        "one_step_off"
+    for kind in ("one_step_off", "stream"):
+        assert load_config("tiny-cpu-agent-openai", [f"train.pipeline={kind}"]).train.pipeline.kind == kind
 
 
 def test_a_harness_that_does_not_import_or_is_not_async_is_refused_before_start():

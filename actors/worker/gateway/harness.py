@@ -60,6 +60,7 @@ def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: 
     played = [Played(f"{prefix}-{i}-{j}", i) for i, _ in enumerate(rows) for j in range(n)]
     bridge = gateway.bridge
     bridge.lockstep = lockstep
+    bridge.take_ended()
     try:
         done = asyncio.run_coroutine_threadsafe(
             _all(gateway, harness, rows, played, timeout_s, concurrency), gateway.loop)
@@ -78,8 +79,6 @@ def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: 
 async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: list[Played], timeout_s: float,
                concurrency: int) -> None:
     """Every session, at most `concurrency` at once; the next starts, in order, as one ends."""
-    import openai
-
     queue = iter(played)
     tasks: list[asyncio.Task] = []
 
@@ -90,28 +89,102 @@ async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: lis
                 gateway.bridge.end(ended)
             return
         gateway.bridge.start(p.session, ended)
-        tasks.append(asyncio.ensure_future(one(p)))
-
-    async def one(p: Played) -> None:
-        client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
-                                    max_retries=0, timeout=timeout_s)
-        t = time.perf_counter()
-        try:
-            out = await asyncio.wait_for(harness(client, dict(rows[p.row_index])), timeout_s)
-            p.reward, p.metrics = _reward(out)
-        except TimeoutError:
-            p.error = f"timed out after {timeout_s:g}s"
-        except Exception as e:  # noqa: BLE001 - the harness's own failure: this episode's
-            p.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
-        finally:
-            p.seconds = time.perf_counter() - t
-            start(ended=p.session)
-            await client.close()
+        tasks.append(asyncio.ensure_future(session(gateway, harness, rows[p.row_index], p, timeout_s, start)))
 
     for _ in range(min(concurrency, len(played))):
         start()
     while not all(t.done() for t in tasks) or len(tasks) < len(played):
         await asyncio.gather(*tasks)
+
+
+async def session(gateway: Gateway, harness: Harness, row: dict, p: Played, timeout_s: float,
+                  ended: Callable[..., None]) -> None:
+    """One harness run of `row` as session `p` (its result, or its failure, in `p`); `ended(ended=...)`
+    once it is over, before its client is closed."""
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
+                                max_retries=0, timeout=timeout_s)
+    t = time.perf_counter()
+    try:
+        out = await asyncio.wait_for(harness(client, dict(row)), timeout_s)
+        p.reward, p.metrics = _reward(out)
+    except TimeoutError:
+        p.error = f"timed out after {timeout_s:g}s"
+    except Exception as e:  # noqa: BLE001 - the harness's own failure: this episode's
+        p.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
+    finally:
+        p.seconds = time.perf_counter() - t
+        ended(ended=p.session)
+        await client.close()
+
+
+class LiveSessions:
+    """Harness sessions in a worker's sample stream (`actors.worker.sample_stream`): each started when the
+    stream starts its sample, the engine stepped in lock step with them, each handed back as a sample
+    when its harness returns. Held at a due point, the calls in the engine finish on the policy served
+    and later calls wait for the next; a session may so span versions, each token tagged with its own."""
+
+    def __init__(self, gateway: Gateway, stepper: Any, harness: Harness, timeout_s: float,
+                 decode: Callable[[list[int]], str], version: Callable[[], int], prefix: str = "") -> None:
+        self.gateway, self.stepper, self.harness, self.timeout_s = gateway, stepper, harness, timeout_s
+        self.decode, self.version, self.prefix = decode, version, prefix
+        self.played: dict[str, Played] = {}
+        self.tasks: dict[str, Any] = {}
+        self.held = False
+        gateway.bridge.lockstep = True
+
+    def start(self, key: str, row: dict) -> None:
+        """Session `key` of `row` starts (the engine waits for its first call before its next step)."""
+        p = self.played[key] = Played(self.prefix + key, 0)
+        self.gateway.bridge.start(p.session)
+        self.tasks[key] = asyncio.run_coroutine_threadsafe(
+            session(self.gateway, self.harness, row, p, self.timeout_s, lambda ended: self.gateway.bridge.end(
+                ended)), self.gateway.loop)
+
+    def running(self) -> int:
+        return len(self.played)
+
+    def step(self) -> tuple[bool, list[tuple[str, Sample]]]:
+        """One engine step when every live session waits on it; (whether it was taken, the sessions that
+        ended before it, in key order, as samples)."""
+        bridge = self.gateway.bridge
+        bridge.pump(self.stepper, hold=self.held)
+        if not bridge.ready:
+            return False, []
+        done = []
+        for session in bridge.take_ended():
+            key = session.removeprefix(self.prefix)
+            p = self.played.pop(key, None)
+            if p is None:
+                continue
+            self.tasks.pop(key).result()  # its coroutine has nothing left but closing its client
+            p.calls, p.messages, p.limited = self.gateway.take(session)
+            done.append((key, episode_sample(p, self.decode, self.version())))
+        return True, done
+
+    def hold(self) -> None:
+        """A due point: the calls in the engine finish on the policy it serves; later ones wait."""
+        self.held = True
+        while self.gateway.bridge.pump(self.stepper, wait_s=0.0, hold=True):
+            pass
+
+    def resume(self) -> None:
+        """The next policy is in: waiting calls go to the engine."""
+        self.held = False
+
+    def clear(self) -> int:
+        """Cut every session (the engine emptied); returns how many were in flight."""
+        cut = len(self.played)
+        for fut in self.tasks.values():
+            fut.cancel()
+        self.stepper.clear()
+        self.gateway.bridge.clear()
+        for p in self.played.values():
+            self.gateway.take(p.session)
+        self.played, self.tasks = {}, {}
+        self.gateway.bridge.lockstep = False
+        return cut
 
 
 def episode_sample(p: Played, decode: Callable[[list[int]], str], version: int) -> Sample:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import itertools
 import logging
 import threading
 import time
@@ -21,92 +20,11 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
-from actors.worker.gateway.render import Refused, Renderer, Sampled
+from actors.worker.gateway.bridge import Bridge
+from actors.worker.gateway.render import Refused, Renderer
 from actors.worker.sessions import Call
 
 log = logging.getLogger(__name__)
-
-
-class Bridge:
-    """Requests from the loop to the thread that steps the engine, and their samples back.
-
-    In lock step (while a run plays its harnesses) the engine steps only when every live harness waits on
-    it, and takes what waits in the order of its keys (session, call, sample): which requests share each
-    engine step then depends on what the harnesses asked, not on when their HTTP requests arrived, and
-    the sampled tokens and their logprobs are the same in every run. A harness that works between its
-    calls holds the engine meanwhile (until it calls, returns, or runs out of time)."""
-
-    def __init__(self) -> None:
-        self.waiting: list[tuple[str, list[int], Any, str | None]] = []
-        self.futures: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future, str | None]] = {}
-        self.cond = threading.Condition()
-        self.lockstep = False
-        self.alive: set[str] = set()  # lock step: the sessions whose harness runs
-        self.outstanding: dict[str, int] = {}  # per session: its samples not yet back
-        self.engine_s = 0.0  # seconds in engine steps (a benchmark's split of the time)
-        self._keys = itertools.count()
-
-    async def sample(self, prompt_ids: list[int], params: list[Any], session: str | None = None,
-                     call: int = 0) -> list[Sampled]:
-        """One sample per `params`, from the engine (called on the loop)."""
-        loop = asyncio.get_running_loop()
-        futures = []
-        with self.cond:
-            for i, p in enumerate(params):
-                key = f"{session}/{call:04d}/{i:03d}" if session is not None else f"gw{next(self._keys)}"
-                fut = loop.create_future()
-                self.futures[key] = (loop, fut, session)
-                self.waiting.append((key, list(prompt_ids), p, session))
-                self.outstanding[session] = self.outstanding.get(session, 0) + 1
-                futures.append(fut)
-            self.cond.notify_all()
-        return list(await asyncio.gather(*futures))
-
-    def start(self, session: str, ended: str | None = None) -> None:
-        """Lock step: `session`'s harness starts (in place of `ended`'s, in one move: never a moment in
-        which the engine could step without the newcomer)."""
-        with self.cond:
-            self.alive.add(session)
-            self.alive.discard(ended)
-            self.cond.notify_all()
-
-    def end(self, session: str) -> None:
-        with self.cond:
-            self.alive.discard(session)
-            self.cond.notify_all()
-
-    def _ready(self) -> bool:
-        """Lock step: every live harness waits on the engine (none is between its calls)."""
-        return all(self.outstanding.get(s, 0) > 0 for s in self.alive)
-
-    def pump(self, stepper: Any, wait_s: float = 0.01) -> int:
-        """On the engine's thread: add what is waiting, take one engine step, hand back what finished;
-        returns the requests in flight after it."""
-        with self.cond:
-            if self.lockstep:
-                if not self.cond.wait_for(self._ready, timeout=wait_s):
-                    return stepper.running()  # a harness is between its calls
-            elif not self.waiting and not stepper.running():
-                self.cond.wait(timeout=wait_s)
-            taken, self.waiting = sorted(self.waiting, key=lambda w: w[0]), []
-        for key, ids, params, _ in taken:
-            stepper.add_params(key, ids, params)
-        if stepper.running():
-            t = time.perf_counter()
-            finished = stepper.step()
-            self.engine_s += time.perf_counter() - t
-            for key, ids, logprobs, finish in finished:
-                with self.cond:
-                    loop, fut, session = self.futures.pop(key)
-                    # the session is between calls from here on (its harness may have gone: timed out)
-                    self.outstanding[session] = self.outstanding.get(session, 1) - 1
-                loop.call_soon_threadsafe(_resolve, fut, (ids, logprobs, finish))
-        return stepper.running()
-
-
-def _resolve(fut: asyncio.Future, value: Any) -> None:
-    if not fut.done():  # the client may have gone
-        fut.set_result(value)
 
 
 class Gateway:
@@ -115,7 +33,7 @@ class Gateway:
     def __init__(self, renderer: Renderer, token: str, version: Callable[[], int], host: str = "127.0.0.1",
                  port: int = 0) -> None:
         self.renderer, self.token, self.version, self.host, self.port = renderer, token, version, host, port
-        self.bridge = Bridge()
+        self.bridge = Bridge(version)
         self.calls: dict[str, list[Call]] = {}
         self.transcripts: dict[str, list[dict]] = {}  # per session: the last request's messages and answer
         # While a run plays its harnesses: its sampling (a function of the request's max_tokens, None when
@@ -226,9 +144,9 @@ class Gateway:
                                         "conversation fills")
             params = [self.sampling(_asked_tokens(body), room, request_seed(session, call, i))
                       for i in range(len(params))]
-        version = self.version()
-        samples = await self.bridge.sample(rendered.prompt_ids, params, session, call)
-        for ids, logprobs, finish in samples:
+        answered = await self.bridge.sample(rendered.prompt_ids, params, session, call)
+        samples = [sampled for sampled, _ in answered]
+        for (ids, logprobs, finish), version in answered:  # the version that sampled it, not the one asked
             self.calls.setdefault(session, []).append(
                 Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
         t = time.perf_counter()
