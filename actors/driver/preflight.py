@@ -227,20 +227,25 @@ def _task(cfg: Config) -> list[str]:
         return ["task: no training rows"]
     problems = _rows(cfg, task, train)
     if cfg.env.kind == "harness":
-        problems += _harness(cfg)
+        problems += _harness(cfg, task)
     if cfg.env.enabled:  # episodes start from the environment's messages, cut at env.max_context
         return problems
     return problems or _prompt_lengths(cfg, task, train + held)
 
 
-def _harness(cfg: Config) -> list[str]:
-    """The run's harness imports and is an async function of (client, row)."""
+def _harness(cfg: Config, task=None) -> list[str]:
+    """The run's harness imports and is an async function of (client, row); a warm-up has the task's
+    scripted replies to teach."""
     from actors.worker.gateway.harness import load_harness
+    from tasks.base import Task
 
     try:
         load_harness(cfg.env.harness)
     except (ValueError, ImportError) as e:
         return [f"env.harness: {e}"]
+    if cfg.train.warmup.enabled and task is not None and type(task).harness_script is Task.harness_script:
+        return [f"train.warmup: task {task.name!r} has no scripted replies to warm a harness run up with "
+                "(Task.harness_script); set train.warmup.enabled false or give the task them"]
     return []
 
 

@@ -80,3 +80,17 @@ def test_a_harness_that_does_not_import_or_is_not_async_is_refused_before_start(
     assert "not an async function" in _harness(bad)[0]
     missing = load_config("tiny-cpu-agent-openai", ["env.harness=no_such_module:play"])
     assert "No module named 'no_such_module'" in _harness(missing)[0]
+
+
+def test_a_harness_run_on_a_task_without_scripted_replies_is_refused_a_warm_up(tmp_path):
+    from actors.driver.preflight import _harness
+    from tasks.base import load_task
+
+    preset = tmp_path / "mine.yaml"  # the harness preset on another task (its task section replaced)
+    preset.write_text("extends: tiny-cpu-agent-openai\ntask: {name: reasoning_gym, options: {datasets: "
+                      "{letter_counting: {weight: 1}}, size: 20, eval_size: 5}}\n")
+    cfg = load_config(str(preset))
+    problem = _harness(cfg, load_task(cfg.task))
+    assert problem and "no scripted replies" in problem[0]
+    off = load_config(str(preset), ["train.warmup.enabled=false"])
+    assert _harness(off, load_task(off.task)) == []
