@@ -126,8 +126,8 @@ class RolloutWorker:
         """Start this worker's sample stream (`actors.worker.sample_stream`) at the policy of `step`, which
         it serves:
         completions of the prompts it is fed, with `task` episodes of the rows it is fed, with `harness`
-        that harness's sessions of them through the gateway (`concurrency` is the stream's
-        `max_in_flight` there)."""
+        that harness's sessions of them through the gateway (`train.pipeline.max_in_flight` bounds them;
+        `concurrency` does not apply)."""
         from actors.worker.engine_stepper import EngineStepper
         from actors.worker.sample_stream import EpisodeSettings, SampleStream
 
@@ -143,7 +143,6 @@ class RolloutWorker:
             from actors.worker.gateway.harness import LiveSessions, load_harness
 
             self._serve_run(token, chat_template, tool_parser, None, None, max_turns or 6)
-            self.gateway.bridge.take_ended()
             sessions = LiveSessions(self.gateway, stepper, load_harness(harness), timeout_s, self._decode,
                                     lambda: self.version, prefix=f"t{seed}-")
         base = seed * 100_003 + self.worker_index
@@ -170,9 +169,10 @@ class RolloutWorker:
     def stream_stop(self) -> int:
         """End the stream (the engine is emptied); returns the samples dropped."""
         stream, self.stream = getattr(self, "stream", None), None
-        if stream is not None and stream.sessions is not None:
+        dropped = stream.stop() if stream is not None else 0
+        if stream is not None and stream.sessions is not None:  # (after: nothing is asked any more)
             self.gateway.sampling, self.gateway.max_calls = None, None
-        return stream.stop() if stream is not None else 0
+        return dropped
 
     # ---- the OpenAI gateway (actors.worker.gateway) -------------------------------------------------
     def gateway_start(self, token: str, host: str = "127.0.0.1", chat_template: str | None = None,
@@ -238,8 +238,9 @@ class RolloutWorker:
         self._serve_run(token, chat_template, tool_parser, temperature, max_tokens, max_turns)
         n = n or self.cfg.n
         try:
-            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed, f"s{seed}",
-                                        lockstep=self.request_seeds)
+            # (a session's name, and so its calls' seeds, is its place in the worker's share of the step)
+            played = self.play_sessions(rows, harness, n, timeout_s, concurrency, seed,
+                                        f"s{seed}-w{self.worker_index}", lockstep=self.request_seeds)
         finally:
             self.gateway.sampling, self.gateway.max_calls = None, None
         samples = [episode_sample(p, self._decode, self.version) for p in played]

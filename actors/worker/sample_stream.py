@@ -97,7 +97,7 @@ class Sessions(Protocol):
     """Harness sessions in flight (`actors.worker.gateway.harness.LiveSessions`)."""
 
     def start(self, key: str, row: dict) -> None: ...
-    def step(self) -> tuple[bool, list[tuple[str, Sample]]]: ...
+    def step(self) -> tuple[bool, int, list[tuple[str, Sample]]]: ...
     def hold(self) -> None: ...
     def resume(self) -> None: ...
     def clear(self) -> int: ...
@@ -179,19 +179,19 @@ class SampleStream:
                 break
             if not self.flights:
                 break
-            running = self.stepper.running()
             finished_batch = False
             if self.sessions is not None:
-                stepped, ended = self.sessions.step()
+                stepped, running, ended = self.sessions.step()
+                if stepped:
+                    self._running += running
+                    self._steps += 1
                 for key, sample in ended:
                     finished_batch |= self._done(self.flights.pop(key), sample, report)
             else:
-                stepped = True
+                self._running += self.stepper.running()
+                self._steps += 1
                 for key, ids, lps, reason in self.stepper.step():
                     finished_batch |= self._land(key, ids, lps, reason, report)
-            if stepped:
-                self._running += running
-                self._steps += 1
             if finished_batch:
                 break
         return report

@@ -131,3 +131,25 @@ async def jittery(client: openai.AsyncOpenAI, row: dict) -> float:
 async def always_fails(client: openai.AsyncOpenAI, row: dict) -> float:
     """A harness whose own code is broken: it raises before it ever calls the model."""
     raise KeyError("question")
+
+
+async def two_at_once(client: openai.AsyncOpenAI, row: dict) -> dict:
+    """Two calls at the same time, then one asking for two choices: during a run both are refused."""
+    ask = {"model": "policy", "max_tokens": 4, "messages": [{"role": "user", "content": row["question"]}]}
+    outs = await asyncio.gather(client.chat.completions.create(**ask), client.chat.completions.create(**ask),
+                                return_exceptions=True)
+    refused = sum(isinstance(o, openai.BadRequestError) for o in outs)
+    try:
+        await client.chat.completions.create(**ask, n=2)
+        two = 0.0
+    except openai.BadRequestError:
+        two = 1.0
+    return {"reward": 1.0, "refused_concurrent": float(refused), "refused_n2": two}
+
+
+async def call_then_hang(client: openai.AsyncOpenAI, row: dict) -> float:
+    """One call, then a second that is never waited for to its end (the harness is cut by its timeout)."""
+    ask = {"model": "policy", "max_tokens": 4, "messages": [{"role": "user", "content": row["question"]}]}
+    await client.chat.completions.create(**ask)
+    await asyncio.sleep(3600)
+    return 1.0

@@ -172,3 +172,18 @@ def test_a_deterministic_harness_plays_the_same_sessions_whatever_the_timing_and
     assert [s.logprobs for s in first] == [s.logprobs for s in again]
     assert [s.token_ids for s in first[:3]] == [s.token_ids for s in alone]
     assert all(s.episode.score["turns"] == 3 for s in first)
+
+
+def test_during_a_run_a_session_makes_one_call_at_a_time_of_one_choice(worker):
+    (sample,) = _played(worker, [{"question": "hi"}], "tests.actors.harnesses:two_at_once", n=1).samples
+    score = sample.episode.score
+    # which of two calls at once goes first would depend on timing; n choices would cut the session
+    assert score["refused_concurrent"] == 1.0 and score["refused_n2"] == 1.0 and score["turns"] == 1.0
+
+
+def test_a_session_cut_by_its_timeout_leaves_nothing_to_the_next_of_its_name(worker):
+    rows = [{"question": "hi"}]
+    (cut,) = _played(worker, rows, "tests.actors.harnesses:call_then_hang", n=1, timeout_s=2.0).samples
+    assert cut.episode.error == "timed out after 2s" and cut.episode.score["turns"] == 1.0
+    (again,) = _played(worker, rows, "tests.actors.harnesses:two_turns", n=1).samples  # the same name
+    assert again.episode.error is None and again.episode.score["turns"] == 2.0 and again.parts is None

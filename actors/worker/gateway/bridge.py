@@ -34,7 +34,12 @@ class Bridge:
         self.lockstep = False
         self.ready = True  # lock step: whether the last pump found every live harness waiting on it
         self.alive: set[str] = set()  # lock step: the sessions whose harness runs
-        self.ended: list[str] = []  # lock step: sessions whose harness returned, not yet taken
+        self.ended: list[str] = []  # lock step: sessions whose harness returned since the last ready pump
+        # lock step: the sessions that had ended when a pump found every live harness waiting (a set that
+        # does not depend on timing), in key order, until taken; and whether the last pump stepped the
+        # engine, with how many requests were running in the step
+        self.landed: list[str] = []
+        self.stepped, self.running = False, 0
         self.outstanding: dict[str, int] = {}  # per session: its samples not yet back
         self.engine_s = 0.0  # seconds in engine steps (a benchmark's split of the time)
         self._keys = itertools.count()
@@ -44,7 +49,7 @@ class Bridge:
         """One sample per `params`, from the engine, each with the version that sampled it (called on the
         loop)."""
         loop = asyncio.get_running_loop()
-        futures = []
+        futures, keys = [], []
         with self.cond:
             for i, p in enumerate(params):
                 key = f"{session}/{call:04d}/{i:03d}" if session is not None else f"gw{next(self._keys)}"
@@ -53,8 +58,18 @@ class Bridge:
                 self.waiting.append((key, list(prompt_ids), p, session))
                 self.outstanding[session] = self.outstanding.get(session, 0) + 1
                 futures.append(fut)
+                keys.append(key)
             self.cond.notify_all()
-        return list(await asyncio.gather(*futures))
+        try:
+            return list(await asyncio.gather(*futures))
+        except asyncio.CancelledError:  # the client went away: what it asked for is not sampled
+            with self.cond:
+                self.waiting = [w for w in self.waiting if w[0] not in keys]
+                for key in keys:  # (one already in the engine finishes there, and is dropped)
+                    if self.futures.pop(key, None) is not None:
+                        self.outstanding[session] = self.outstanding.get(session, 1) - 1
+                self.cond.notify_all()
+            raise
 
     def start(self, session: str, ended: str | None = None) -> None:
         """Lock step: `session`'s harness starts (in place of `ended`'s, in one move: never a moment in
@@ -71,12 +86,6 @@ class Bridge:
             self.ended.append(session)
             self.cond.notify_all()
 
-    def take_ended(self) -> list[str]:
-        """The sessions that ended since the last call, in key order."""
-        with self.cond:
-            ended, self.ended = sorted(self.ended), []
-        return ended
-
     def _ready(self) -> bool:
         """Lock step: every live harness waits on the engine (none is between its calls)."""
         return all(self.outstanding.get(s, 0) > 0 for s in self.alive)
@@ -85,10 +94,14 @@ class Bridge:
         """On the engine's thread: add what is waiting (not when `hold`), take one engine step, hand back
         what finished; returns the requests in flight after it. In lock step `ready` says whether every
         live harness was waiting (else nothing was added)."""
+        self.stepped = False
         with self.cond:
             if self.lockstep:
                 self.ready = self.cond.wait_for(self._ready, timeout=wait_s)
-                if not self.ready and not hold:
+                if self.ready:
+                    self.landed += sorted(self.ended)
+                    self.ended = []
+                elif not hold:
                     return stepper.running()  # a harness is between its calls
             elif not self.waiting and not stepper.running():
                 self.cond.wait(timeout=wait_s)
@@ -99,17 +112,33 @@ class Bridge:
         for key, ids, params, _ in taken:
             stepper.add_params(key, ids, params)
             self.added[key] = version
-        if stepper.running():
+        self.running = stepper.running()
+        if self.running:
+            self.stepped = True
             t = time.perf_counter()
             finished = stepper.step()
             self.engine_s += time.perf_counter() - t
             for key, ids, logprobs, finish in finished:
                 with self.cond:
-                    loop, fut, session = self.futures.pop(key)
+                    version = self.added.pop(key, None)
+                    entry = self.futures.pop(key, None)
+                    if entry is None:  # its client went away while it was in the engine
+                        continue
+                    loop, fut, session = entry
                     # the session is between calls from here on (its harness may have gone: timed out)
                     self.outstanding[session] = self.outstanding.get(session, 1) - 1
-                loop.call_soon_threadsafe(_resolve, fut, ((ids, logprobs, finish), self.added.pop(key)))
+                loop.call_soon_threadsafe(_resolve, fut, ((ids, logprobs, finish), version))
         return stepper.running()
+
+    def take_landed(self) -> list[str]:
+        with self.cond:
+            landed, self.landed = self.landed, []
+        return landed
+
+    def forget(self, session: str) -> None:
+        """A finished session's counts (its name may come back: a later step's, or an eval's)."""
+        with self.cond:
+            self.outstanding.pop(session, None)
 
     def clear(self) -> None:
         """Forget every request and session (the engine's requests are aborted by its owner)."""
@@ -117,7 +146,7 @@ class Bridge:
             for loop, fut, _ in self.futures.values():
                 loop.call_soon_threadsafe(fut.cancel)
             self.waiting, self.futures, self.added = [], {}, {}
-            self.alive, self.ended, self.outstanding = set(), [], {}
+            self.alive, self.ended, self.landed, self.outstanding = set(), [], [], {}
             self.cond.notify_all()
 
 

@@ -59,8 +59,9 @@ def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: 
     per-request seeds, a deterministic harness's sessions are the same in every run."""
     played = [Played(f"{prefix}-{i}-{j}", i) for i, _ in enumerate(rows) for j in range(n)]
     bridge = gateway.bridge
+    for p in played:
+        gateway.open_session(p.session)
     bridge.lockstep = lockstep
-    bridge.take_ended()
     try:
         done = asyncio.run_coroutine_threadsafe(
             _all(gateway, harness, rows, played, timeout_s, concurrency), gateway.loop)
@@ -69,10 +70,11 @@ def play(gateway: Gateway, stepper: Any, harness: Harness, rows: list[dict], n: 
         done.result()
     finally:
         bridge.lockstep = False
-    while bridge.pump(stepper, wait_s=0.0):  # requests a timed-out harness left in the engine
-        pass
-    for p in played:
-        p.calls, p.messages, p.limited = gateway.take(p.session)
+        while bridge.pump(stepper, wait_s=0.0):  # what a harness cut by its timeout left in the engine
+            pass
+        bridge.take_landed()
+        for p in played:
+            p.calls, p.messages, p.limited = gateway.take(p.session)
     return played
 
 
@@ -100,23 +102,31 @@ async def _all(gateway: Gateway, harness: Harness, rows: list[dict], played: lis
 async def session(gateway: Gateway, harness: Harness, row: dict, p: Played, timeout_s: float,
                   ended: Callable[..., None]) -> None:
     """One harness run of `row` as session `p` (its result, or its failure, in `p`); `ended(ended=...)`
-    once it is over, before its client is closed."""
-    import openai
-
-    client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
-                                max_retries=0, timeout=timeout_s)
+    once it is over, whatever happened, before its client is closed. (The time limit counts the waits for
+    the engine too: other harnesses' calls in lock step, a stream's due point.)"""
+    client = None
     t = time.perf_counter()
     try:
+        import openai
+
+        client = openai.AsyncOpenAI(base_url=gateway.base_url(p.session), api_key=gateway.token,
+                                    max_retries=0, timeout=timeout_s)
         out = await asyncio.wait_for(harness(client, dict(row)), timeout_s)
         p.reward, p.metrics = _reward(out)
     except TimeoutError:
         p.error = f"timed out after {timeout_s:g}s"
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # the session itself is cut (a stream stopped)
+        p.error = f"CancelledError raised by the harness\n{traceback.format_exc(limit=3)}"
     except Exception as e:  # noqa: BLE001 - the harness's own failure: this episode's
         p.error = f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"
     finally:
         p.seconds = time.perf_counter() - t
         ended(ended=p.session)
-        await client.close()
+        if client is not None:
+            await client.close()
 
 
 class LiveSessions:
@@ -130,38 +140,39 @@ class LiveSessions:
         self.gateway, self.stepper, self.harness, self.timeout_s = gateway, stepper, harness, timeout_s
         self.decode, self.version, self.prefix = decode, version, prefix
         self.played: dict[str, Played] = {}
-        self.tasks: dict[str, Any] = {}
+        self.futures: dict[str, Any] = {}  # per session: its run on the loop (to cut it)
+        self.tasks: dict[str, asyncio.Task] = {}  # per session that started running there
         self.held = False
         gateway.bridge.lockstep = True
 
     def start(self, key: str, row: dict) -> None:
         """Session `key` of `row` starts (the engine waits for its first call before its next step)."""
         p = self.played[key] = Played(self.prefix + key, 0)
+        self.gateway.open_session(p.session)
         self.gateway.bridge.start(p.session)
-        self.tasks[key] = asyncio.run_coroutine_threadsafe(
-            session(self.gateway, self.harness, row, p, self.timeout_s, lambda ended: self.gateway.bridge.end(
-                ended)), self.gateway.loop)
+        self.futures[key] = asyncio.run_coroutine_threadsafe(self._run(key, row, p), self.gateway.loop)
 
-    def running(self) -> int:
-        return len(self.played)
+    async def _run(self, key: str, row: dict, p: Played) -> None:
+        self.tasks[key] = asyncio.current_task()
+        bridge = self.gateway.bridge
+        await session(self.gateway, self.harness, row, p, self.timeout_s, lambda ended: bridge.end(ended))
 
-    def step(self) -> tuple[bool, list[tuple[str, Sample]]]:
-        """One engine step when every live session waits on it; (whether it was taken, the sessions that
-        ended before it, in key order, as samples)."""
+    def step(self) -> tuple[bool, int, list[tuple[str, Sample]]]:
+        """One engine step when every live session waits on it: (whether the engine stepped, the requests
+        running in that step, the sessions that had ended when it could, in start order, as samples)."""
         bridge = self.gateway.bridge
         bridge.pump(self.stepper, hold=self.held)
-        if not bridge.ready:
-            return False, []
         done = []
-        for session in bridge.take_ended():
-            key = session.removeprefix(self.prefix)
+        for name in bridge.take_landed():
+            key = name.removeprefix(self.prefix)
             p = self.played.pop(key, None)
             if p is None:
                 continue
-            self.tasks.pop(key).result()  # its coroutine has nothing left but closing its client
-            p.calls, p.messages, p.limited = self.gateway.take(session)
+            self.futures.pop(key, None)
+            self.tasks.pop(key, None)
+            p.calls, p.messages, p.limited = self.gateway.take(name)
             done.append((key, episode_sample(p, self.decode, self.version())))
-        return True, done
+        return bridge.stepped, bridge.running, done
 
     def hold(self) -> None:
         """A due point: the calls in the engine finish on the policy it serves; later ones wait."""
@@ -174,17 +185,25 @@ class LiveSessions:
         self.held = False
 
     def clear(self) -> int:
-        """Cut every session (the engine emptied); returns how many were in flight."""
+        """Cut every session, waiting until each has stopped (the engine emptied); returns how many were
+        in flight."""
         cut = len(self.played)
-        for fut in self.tasks.values():
+        for fut in self.futures.values():  # one not yet running never starts
             fut.cancel()
+        self.gateway.run(_cut(list(self.tasks.values())))
         self.stepper.clear()
         self.gateway.bridge.clear()
         for p in self.played.values():
             self.gateway.take(p.session)
-        self.played, self.tasks = {}, {}
+        self.played, self.futures, self.tasks = {}, {}, {}
         self.gateway.bridge.lockstep = False
         return cut
+
+
+async def _cut(tasks: list[asyncio.Task]) -> None:
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def episode_sample(p: Played, decode: Callable[[list[int]], str], version: int) -> Sample:

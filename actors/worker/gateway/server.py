@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import itertools
 import logging
 import threading
 import time
@@ -43,6 +44,11 @@ class Gateway:
         self.sampling: Callable[[int | None, int, int], Any] | None = None
         self.asked: dict[str, int] = {}  # per session: the calls it asked for so far (the call index)
         self.render_s = self.answer_s = 0.0  # seconds rendering requests and answers (a benchmark's split)
+        # The sessions being played, each with its epoch: a request for any other is refused, and a request
+        # still running when its session was taken (its harness timed out) records nothing, even when
+        # a later session has the same name.
+        self.open: dict[str, int] = {}
+        self._epochs = itertools.count(1)
         self.max_calls: int | None = None
         self.limited: set[str] = set()
         self.loop = asyncio.new_event_loop()
@@ -82,7 +88,8 @@ class Gateway:
         app.add_routes([web.post("/s/{session}/v1/chat/completions", self._chat),
                         web.post("/s/{session}/v1/completions", self._completion),
                         web.get("/s/{session}/v1/models", self._models)])
-        self._runner = web.AppRunner(app, access_log=None)
+        # A request whose client went away (a harness cut by its timeout) is cancelled, not sampled.
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -120,6 +127,9 @@ class Gateway:
         from aiohttp import web
 
         session = request.match_info["session"]
+        epoch = self.open.get(session)
+        if epoch is None:
+            return _error(web, 404, f"no session {session!r} is being played")
         try:
             body = await request.json()
             if body.get("stream"):
@@ -128,15 +138,21 @@ class Gateway:
             rendered = await render(body)
             self.render_s += time.perf_counter() - t
         except ValueError as e:  # Refused, and pydantic's and vLLM's validation errors
-            if _CONTEXT in str(e):
+            if _CONTEXT in str(e) and self.open.get(session) == epoch:
                 self.limited.add(session)
             return _error(web, 400, str(e) if isinstance(e, Refused) else f"invalid request: {e}")
+        if self.open.get(session) != epoch:  # taken while it rendered
+            return _error(web, 410, "the session ended while this call was read")
         call = self.asked[session] = self.asked.get(session, -1) + 1
         if self.max_calls is not None and call >= self.max_calls:
             self.limited.add(session)
             return _error(web, 400, f"this session has made its {self.max_calls} calls (env.max_turns)")
         params = rendered.params
         if self.sampling is not None:
+            if len(params) > 1:  # each choice a call of its own: the session would be cut at every one
+                return _error(web, 400, "n > 1 is not served during a run: ask for one choice a call")
+            if self.bridge.outstanding.get(session, 0):  # which call is first would depend on timing
+                return _error(web, 400, "one call at a time per session during a run")
             room = self.renderer.max_model_len - len(rendered.prompt_ids)
             if room < 1:
                 self.limited.add(session)
@@ -146,6 +162,8 @@ class Gateway:
                       for i in range(len(params))]
         answered = await self.bridge.sample(rendered.prompt_ids, params, session, call)
         samples = [sampled for sampled, _ in answered]
+        if self.open.get(session) != epoch:  # taken meanwhile: its harness gave up on it
+            return _error(web, 410, "the session ended while this call ran")
         for (ids, logprobs, finish), version in answered:  # the version that sampled it, not the one asked
             self.calls.setdefault(session, []).append(
                 Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
@@ -156,12 +174,18 @@ class Gateway:
             self.transcripts[session] = [*body["messages"], answer["choices"][0].get("message", {})]
         return web.json_response(answer)
 
+    def open_session(self, session: str) -> None:
+        """`session` starts: its requests are served from now until it is taken."""
+        self.open[session] = next(self._epochs)
+
     def take(self, session: str) -> tuple[list[Call], list[dict], bool]:
-        """A finished session's recorded calls, its last conversation and whether it hit the call limit."""
+        """A finished session's recorded calls, its last conversation and whether it hit the call limit;
+        the session is closed."""
+        self.open.pop(session, None)
         limited = session in self.limited
         self.limited.discard(session)
         self.asked.pop(session, None)
-        self.bridge.outstanding.pop(session, None)
+        self.bridge.forget(session)
         return self.calls.pop(session, []), self.transcripts.pop(session, []), limited
 
 
@@ -180,5 +204,6 @@ def _asked_tokens(body: dict) -> int | None:
 
 
 def _error(web: Any, status: int, message: str) -> Any:
-    kind = {400: "invalid_request_error", 401: "authentication_error"}.get(status, "error")
+    kind = {400: "invalid_request_error", 401: "authentication_error",
+            404: "not_found_error"}.get(status, "error")
     return web.json_response({"error": {"message": message, "type": kind, "code": status}}, status=status)
