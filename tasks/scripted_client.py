@@ -35,19 +35,27 @@ class Asked:
 
 @dataclass
 class ScriptedClient:
-    """Enough of `openai.AsyncOpenAI` for a harness: each chat completion answers with the next scripted
-    assistant message (no model), and every request is kept (`asked`)."""
+    """Enough of `openai.AsyncOpenAI` for a harness, the OpenAI Agents SDK's model included: each chat
+    completion answers with the next scripted assistant message (no model) as an `openai` ChatCompletion,
+    and every request is kept (`asked`)."""
 
     replies: Iterator[dict]
     asked: list[Asked] = field(default_factory=list)
+    base_url: str = "http://scripted.invalid/v1"
 
     def __post_init__(self) -> None:
         self.chat = SimpleNamespace(completions=SimpleNamespace(create=self._create))
 
-    async def _create(self, *, messages: list[dict], tools: list[dict] | None = None, **_: Any) -> Any:
+    async def _create(self, *, messages: Any, tools: Any = None, **_: Any) -> Any:
+        from openai.types.chat import ChatCompletion
+
         reply = next(self.replies, {"role": "assistant", "content": "", "tool_calls": None})
+        tools = None if tools is None or not isinstance(tools, list) else tools
         self.asked.append(Asked([dict(m) for m in messages], tools, reply))
-        calls = [SimpleNamespace(id=c["id"], function=SimpleNamespace(**c["function"]))
-                 for c in reply.get("tool_calls") or []]
-        message = SimpleNamespace(content=reply.get("content"), tool_calls=calls or None)
-        return SimpleNamespace(choices=[SimpleNamespace(message=message)])
+        message = {"role": "assistant", "content": reply.get("content"),
+                   "tool_calls": reply.get("tool_calls") or None}
+        return ChatCompletion.model_validate({
+            "id": f"scripted-{len(self.asked)}", "object": "chat.completion", "created": 0, "model": "policy",
+            "choices": [{"index": 0, "message": message,
+                         "finish_reason": "tool_calls" if message["tool_calls"] else "stop"}],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})

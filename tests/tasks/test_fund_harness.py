@@ -58,3 +58,19 @@ def test_the_in_worker_form_of_the_harness_episodes_scores_the_same_replies_the_
         assert episode.score["total"] == harness["reward"] == 1.0
         system = episode.messages[0]["content"]
         assert "<tools>" in system and '"check_balance"' in system
+
+
+def test_the_agents_sdk_example_runs_unchanged_on_the_scripted_client_and_scores_as_the_harness():
+    """The OpenAI Agents SDK's own loop over the stand-in client (what its warm-up is made of): the same
+    scripted replies give the same score as the plain-client harness."""
+    from examples.agents_sdk.harness import play as sdk_play
+
+    task, rows = _rows()
+    for row in rows[:4]:
+        client = ScriptedClient(iter(task.harness_script(row)))
+        sdk = asyncio.run(sdk_play(client, row))
+        plain = asyncio.run(play(ScriptedClient(iter(task.harness_script(row))), row))
+        assert sdk["reward"] == plain["reward"] == 1.0 and sdk["tool_calls"] == plain["tool_calls"]
+        tools = client.asked[0].tools  # the SDK's own schemas (strict), not the harness's
+        assert {t["function"]["name"] for t in tools} == {t["function"]["name"] for t in TOOL_SPECS}
+        assert all(t["function"].get("strict") for t in tools)
