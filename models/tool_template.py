@@ -32,7 +32,7 @@ TOOLS_CHAT_TEMPLATE = (
     "{%- for m in rest %}"
     "{%- if m.role == 'assistant' %}<|im_start|>assistant\n{{ m.content or '' }}"
     "{%- for call in m.tool_calls or [] %}"
-    "{%- if m.content or not loop.first %}{{ '\\n' }}{%- endif %}"
+    "{%- if (m.content and not m.content.endswith('\\n')) or not loop.first %}{{ '\\n' }}{%- endif %}"
     "<tool_call>\n{\"name\": \"{{ call.function.name }}\", "
     "\"arguments\": {{ call.function.arguments | tojson }}}"
     "\n</tool_call>"

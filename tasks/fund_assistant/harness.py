@@ -90,12 +90,16 @@ def _arguments(text: str | None) -> dict | None:
 # ---- the warm-up: the scripted trajectories as OpenAI conversations --------------------------------------
 def scripted_reply(turn: str, index: int) -> dict:
     """A scripted ReAct turn (`tasks.fund_assistant.trajectories`) as the assistant message the gateway
-    would return for it: a tool call, or for `final_answer` the answer as content."""
+    would return for it: its thought and plan, then the tool call; for `final_answer` the answer."""
     obj = json.loads(turn)
     tool, params = obj["action"]["tool"], obj["action"].get("params") or {}
     if tool == FINAL_TOOL:
         return {"role": "assistant", "content": params.get("answer", ""), "tool_calls": None}
-    return {"role": "assistant", "content": None, "tool_calls": [
+    # The turn's thought and plan as the text before the call (what an agent says as it calls a tool):
+    # the call's parameters then follow the tool it names, as in the ReAct turn.
+    plan = "plan: " + ", ".join(obj["plan"]) if obj.get("plan") else ""
+    said = "; ".join(filter(None, [obj.get("thought"), plan]))
+    return {"role": "assistant", "content": said or None, "tool_calls": [
         {"id": f"call_{index}", "type": "function",
          "function": {"name": tool, "arguments": json.dumps(params, ensure_ascii=False)}}]}
 
