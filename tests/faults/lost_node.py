@@ -130,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
                         "tiny-cpu-agent-openai preset; no reward actors, so no reward phase)")
     a = p.parse_args(argv)
     config = "configs/tiny-cpu-agent-openai.yaml" if a.harness else None
-    extra = ("task.options.n_episodes=60", "env.max_turns=3") if a.harness else ()
+    extra = ()
+    if a.harness:
+        extra = ("task.options.n_episodes=60", "env.max_turns=3", "rollout.call_timeout_s=120")
     parent = Path(a.dir or tempfile.mkdtemp(prefix="lost-node-"))
     cluster = start_cluster()
     names = {n.node_id: f"node{i}" for i, n in enumerate(cluster.list_all_nodes())}

@@ -37,7 +37,9 @@ def test_a_killed_rollout_worker_plays_its_episodes_again(tmp_path):
             and "success rate" in (run.run_dir / "eval_table.md").read_text())
 
 
-HARNESS = ["task.options.n_episodes=60", "env.max_turns=3"]
+# A worker's share of a harness step takes longer than a completion batch (its calls carry the tool list):
+# the fault harness's 15 s deadline would count a slow step as a hung worker.
+HARNESS = ["task.options.n_episodes=60", "env.max_turns=3", "rollout.call_timeout_s=120"]
 OPENAI = "configs/tiny-cpu-agent-openai.yaml"
 
 
