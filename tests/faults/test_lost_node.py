@@ -59,6 +59,11 @@ def test_a_harness_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the
     out = p.stdout + p.stderr
     assert p.returncode == 0, out[-6000:]
     print(p.stdout)
-    moved = {e["moved"] for e in _events(tmp_path / "lost") if e["event"] == "recovered" and e["placed"]}
-    assert {"learner", "rollout"} <= moved
-    assert "identical: 4 metrics rows" in p.stdout
+    events = _events(tmp_path / "lost")
+    moved = {e["moved"] for e in events if e["event"] == "recovered" and e["placed"]}
+    assert "learner" in moved, [e for e in events if e["event"].startswith("recover")]
+    # The worker's node held a learner rank too: whichever failure is noticed first, the worker's share is
+    # played again by a worker on a node that is left (lost_node checks nothing stays on a lost node).
+    assert any(e["event"] == "recovery" and (e["role"] == "rollout" or "rollout" in e["cause"])
+               for e in events), [e for e in events if e["event"].startswith("recover")]
+    assert "node removed (holding the rollout)" in p.stdout and "identical: 4 metrics rows" in p.stdout
