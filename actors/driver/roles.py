@@ -68,7 +68,9 @@ class Roles:
             c.threads("rollout"), lambda i: ((model_dir, tokenizer_dir, c.rollout, c.model.lora),
                                               {"dtype": c.model.dtype, "worker_index": i,
                                                "seed": c.train.seed,
-                                               "request_seeds": c.env.kind == "harness"}))
+                                               # a harness run samples each call with its own seed
+                                               **({"request_seeds": True} if c.env.kind == "harness"
+                                                  else {})}))
         self.pool: RewardPool | None = None
         if judge is not None:
             functions = [(f.name, f.weight) for f in c.reward.functions]
