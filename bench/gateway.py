@@ -5,15 +5,19 @@ Both sides hold a RolloutWorker on the OpenAI-harness preset's warmed-up policy 
 x 8 episodes a unit (up to 5 calls of at most 80 tokens, temperature 1, the unit's seed):
 
 - `gw-harness`: `play_harness` with the fund harness (tasks/fund_assistant/harness.py): HTTP and JSON,
-  vLLM's render and derender of every call, per-request seeds and lock step (chunked prefill off);
+  vLLM's render and derender of every call, per-request seeds and lock step (chunked prefill off), as a
+  run plays it;
+- `gw-free`: the same without per-request seeds and lock step (the engine steps whenever it has work; the
+  sessions are then not reproducible): what reproducibility costs;
 - `gw-worker`: the same conversations in the worker's own agent loop (`run_episodes`: token ids in and
   out, no HTTP, no JSON, nothing rendered after the first prompt), its environment speaking the
   harness's format: the same system turn with the tool list, `<tool_call>` blocks, `<tool_response>`
   turns, the same account and score.
 
-A unit reports its episodes, sampled tokens and seconds; the gateway's also where they went: vLLM's
-rendering of requests, of answers, the engine's steps, and the rest (HTTP, JSON, the harness's own code,
-waiting for harnesses in lock step).
+A unit reports its episodes, model calls, sampled tokens and seconds, and the seconds in engine steps:
+the rest is per call what is not the engine (the gateway: vLLM's rendering of the request and the answer,
+HTTP and JSON, the harness's code, waiting for harnesses in lock step; in the worker: the environment and
+the ids of each observation), which on two cores takes CPU from the engine.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ class GatewaySide:
         self.work = workload_for(self.cfg, load_task(self.cfg.task))
         model, tokenizer = warmed_policy(PRESET)
         self.rows = self.work.rows()[0][:ROWS]
+        # (gw-free: neither per-request seeds nor lock step)
         self.worker = RolloutWorker(model, tokenizer, self.cfg.rollout, self.cfg.model.lora,
                                     request_seeds=kind == "gw-harness")
         self.worker.tokenizer.chat_template = TOOLS_CHAT_TEMPLATE  # gw-worker renders its first prompts so
@@ -56,17 +61,13 @@ class GatewaySide:
         self.units += 1
         w, seed = self.worker, 1000 + self.units
         t = time.perf_counter()
-        if self.kind == "gw-harness":
-            gw = w.gateway
-            before = (gw.render_s, gw.answer_s, gw.bridge.engine_s) if gw else (0.0, 0.0, 0.0)
+        if self.kind in ("gw-harness", "gw-free"):
+            before = w.gateway.bridge.engine_s if w.gateway else 0.0
             samples = [s for g in w.play_harness(self.rows, **self.work.sampling(), n=N, temperature=1.0,
                                                  seed=seed).groups for s in g]
             seconds = time.perf_counter() - t
-            gw = w.gateway
-            render, answer, engine = (a - b for a, b in zip(
-                (gw.render_s, gw.answer_s, gw.bridge.engine_s), before))
-            split = {"render": render, "answer": answer, "engine": engine,
-                     "rest": seconds - render - answer - engine}
+            engine = w.gateway.bridge.engine_s - before
+            split = {"engine": engine, "rest": seconds - engine}
         else:
             from actors.worker.agent_loop import run_episodes
 

@@ -11,8 +11,9 @@ Kinds: `gen-ours` (a RolloutWorker serving a LoRA, merged), `gen-bare` (a plain 
 `gen-bare-lp` (plain, with the sampled tokens' logprobs too), `rl` (a training run on Ray: one unit is one
 RL step), `agent` (the same on agent episodes, `--pipeline`: bench/agent.py), `trl` (TRL's GRPOTrainer
 with HF generate: one unit is one optimizer step), `learner-ds` (the Learner on DeepSpeed ZeRO-2),
-`learner-torch` (the same step code on plain PEFT + AdamW), `gw-harness` and `gw-worker` (fund-assistant
-episodes through the OpenAI gateway, and the same in the worker: bench/gateway.py).
+`learner-torch` (the same step code on plain PEFT + AdamW), `gw-harness`, `gw-free` and `gw-worker`
+(fund-assistant episodes through the OpenAI gateway, without its lock step, and in the worker:
+bench/gateway.py).
 """
 
 from __future__ import annotations
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind",
                    choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "agent", "trl", "learner-ds",
-                            "learner-torch", "gw-harness", "gw-worker"])
+                            "learner-torch", "gw-harness", "gw-free", "gw-worker"])
     p.add_argument("--pipeline", choices=["sync", "one_step_off", "stream"], default="sync")
     p.add_argument("--staleness", type=int, default=0)
     p.add_argument("--threads", type=int, nargs=2, default=(2, 2), metavar=("ROLLOUT", "LEARNER"))

@@ -30,9 +30,12 @@ def test_ratios_and_targets():
         "agent-off": _Units([{"seconds": 9.0, "samples": 64, "occupancy": 0.3}] * 2),
         "agent-stream": _Units([{"seconds": 2.0, "samples": 64, "occupancy": 0.9, "learn": 1.5},
                                 {"seconds": 10.0, "samples": 64, "occupancy": 1.0, "learn": 9.5}]),
-        # the gateway: 64 episodes in 8 s (4 of them in the engine), in the worker in 6 s (4.5 in the engine)
+        # the gateway: 64 episodes in 8 s (4 of them in the engine), without lock step in 7 s, in the worker
+        # in 6 s (4.5 in the engine); 192 calls a unit each
         "gw-harness": _Units([{"seconds": 8.0, "samples": 64, "calls": 192, "tokens": 3200, "success": 32,
-                               "engine": 4.0, "render": 1.0, "answer": 1.0, "rest": 2.0}] * 2),
+                               "engine": 4.0, "rest": 4.0}] * 2),
+        "gw-free": _Units([{"seconds": 7.0, "samples": 64, "calls": 192, "tokens": 3200, "success": 32,
+                            "engine": 4.0, "rest": 3.0}] * 2),
         "gw-worker": _Units([{"seconds": 6.0, "samples": 64, "calls": 192, "tokens": 3200, "success": 32,
                               "engine": 4.5, "rest": 1.5}] * 2),
     }
@@ -60,8 +63,11 @@ def test_ratios_and_targets():
 
     gw = table["agent episodes through the OpenAI gateway vs in the worker"]
     assert gw["ngrpo_ray"] == 8.0 and abs(gw["ratio"] - 0.75) < 1e-9 and gw["met"] == "no"  # 8/8 vs 64/6
-    assert abs(table["gateway: engine steps / all (in the worker: that share)"]["ratio"] - 0.5 / 0.75) < 1e-9
-    assert table["gateway: vLLM rendering requests + answers / all"]["ngrpo_ray"] == 0.25
+    free = table["the same without lock step and per-request seeds vs in the worker"]
+    assert abs(free["ratio"] - 6 / 7) < 1e-9
+    per_call = table["per call outside the engine: gateway vs in the worker"]
+    assert abs(per_call["ngrpo_ray"] - 1000 * 4 / 192) < 1e-9 and abs(per_call["ratio"] - 4 / 1.5) < 1e-9
     assert gateway_table(m).splitlines()[2:] == [
-        "| through the gateway | 8 | 24 | 400 | 0.50 | 0.50 | 0.25 | 0.25 | 2 |",
-        "| in the worker | 10.7 | 32 | 533 | 0.50 | 0.75 | 0.00 | 0.25 | 2 |"]
+        "| through the gateway (as a run) | 8 | 24 | 400 | 0.50 | 0.50 | 2 |",
+        "| through the gateway, no lock step | 9.14 | 27.4 | 457 | 0.50 | 0.57 | 2 |",
+        "| in the worker | 10.7 | 32 | 533 | 0.50 | 0.75 | 2 |"]
