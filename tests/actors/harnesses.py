@@ -153,3 +153,14 @@ async def call_then_hang(client: openai.AsyncOpenAI, row: dict) -> float:
     await client.chat.completions.create(**ask)
     await asyncio.sleep(3600)
     return 1.0
+
+
+async def too_long(client: openai.AsyncOpenAI, row: dict) -> dict:
+    """A conversation longer than the engine's context: refused with a 400, the session truncated."""
+    words = " ".join(["word"] * 3000)
+    try:
+        await client.chat.completions.create(model="policy", max_tokens=4,
+                                             messages=[{"role": "user", "content": words}])
+    except openai.BadRequestError as e:
+        return {"reward": 0.0, "status": float(e.status_code)}
+    return {"reward": 1.0, "status": 200.0}

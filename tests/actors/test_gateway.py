@@ -187,3 +187,9 @@ def test_a_session_cut_by_its_timeout_leaves_nothing_to_the_next_of_its_name(wor
     assert cut.episode.error == "timed out after 2s" and cut.episode.score["turns"] == 1.0
     (again,) = _played(worker, rows, "tests.actors.harnesses:two_turns", n=1).samples  # the same name
     assert again.episode.error is None and again.episode.score["turns"] == 2.0 and again.parts is None
+
+
+def test_a_conversation_longer_than_the_context_is_a_400_and_a_truncated_episode(worker):
+    (sample,) = _played(worker, [{"question": "hi"}], "tests.actors.harnesses:too_long", n=1).samples
+    assert sample.episode.score["status"] == 400.0 and sample.episode.truncated
+    assert sample.episode.error == "the harness made no model call"  # nothing sampled: not trained on

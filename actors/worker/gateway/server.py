@@ -130,6 +130,8 @@ class Gateway:
         epoch = self.open.get(session)
         if epoch is None:
             return _error(web, 404, f"no session {session!r} is being played")
+        from vllm.exceptions import VLLMClientError
+
         try:
             body = await request.json()
             if body.get("stream"):
@@ -137,7 +139,7 @@ class Gateway:
             t = time.perf_counter()
             rendered = await render(body)
             self.render_s += time.perf_counter() - t
-        except ValueError as e:  # Refused, and pydantic's and vLLM's validation errors
+        except (ValueError, VLLMClientError) as e:  # Refused, pydantic's and vLLM's validation errors
             if _CONTEXT in str(e) and self.open.get(session) == epoch:
                 self.limited.add(session)
             return _error(web, 400, str(e) if isinstance(e, Refused) else f"invalid request: {e}")
