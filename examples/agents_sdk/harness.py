@@ -62,6 +62,7 @@ async def play(client: Any, row: dict) -> dict:
     """One episode of `row` by an Agents SDK agent whose model is the gateway's."""
     from agents import Agent, OpenAIChatCompletionsModel, Runner, set_tracing_disabled
     from agents.exceptions import AgentsException
+    from openai import BadRequestError
 
     set_tracing_disabled(True)  # no traces leave the machine
     env = FundAccountEnv(MAX_TURNS)
@@ -72,7 +73,7 @@ async def play(client: Any, row: dict) -> dict:
         result = await Runner.run(agent, request, max_turns=MAX_TURNS + 1)
         answer = result.final_output if isinstance(result.final_output, str) else ""
         env.answer_with(answer, well_formed=bool(answer.strip()))
-    except AgentsException:  # out of turns, or a call the SDK could not read: scored as it stands
-        pass
+    except (AgentsException, BadRequestError):  # out of turns, a call the SDK could not read, or a
+        pass  # conversation grown past the model's context: the episode is scored as it stands
     score = env.score()
     return {"reward": score.pop("total"), **score}
