@@ -29,3 +29,18 @@ def test_the_gateways_template_keeps_earlier_turns(tiny_tokenizer):
 def test_a_template_that_rewrites_past_turns_is_caught_at_the_turn(tiny_tokenizer):
     found = _check(tiny_tokenizer, REWRITES)
     assert not found.keeps_prefix and found.broken_at == 2 and "rewrites" in found.detail
+
+
+def test_the_tools_template_renders_a_tool_without_a_description_as_vllm_hands_it_over():
+    """A client's tool without a description: the warm-up renders the client's dict (no key), vLLM its
+    record (`description: None`); both must give the same text."""
+    from models.tool_template import TOOLS_CHAT_TEMPLATE, render
+
+    bare = {"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}}}}
+    dumped = {"type": "function", "defer_loading": None,
+              "function": {**bare["function"], "description": None, "strict": None}}
+    said = [{"role": "user", "content": "hi"}]
+    rendered = render(TOOLS_CHAT_TEMPLATE, said, [bare], True)
+    assert rendered == render(TOOLS_CHAT_TEMPLATE, said, [dumped], True)
+    assert '{"name": "f", "parameters": {"type": "object", "properties": {}}}' in render(
+        TOOLS_CHAT_TEMPLATE, said, [bare], True)
