@@ -42,9 +42,9 @@ def tool_specs() -> list[dict]:
     for t in TOOLS.values():
         props = {k: ({"type": "string", "enum": list(kind)} if isinstance(kind, tuple) else _KINDS[kind])
                  for k, kind in t.all_params.items()}
-        specs.append({"type": "function", "function": {
-            "name": t.name, "description": t.description,
-            "parameters": {"type": "object", "properties": props, "required": list(t.required)}}})
+        parameters = {"type": "object", "properties": props, **({"required": list(t.required)} if t.required
+                                                                 else {})}
+        specs.append({"type": "function", "function": {"name": t.name, "parameters": parameters}})
     return specs
 
 
