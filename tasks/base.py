@@ -210,6 +210,11 @@ class Task(ABC):
         return {k: [r.get(k) for r in rows] for k in names if k in rows[0]}
 
 
+def overrides(task: Task, method: str) -> bool:
+    """Whether the task overrides `Task.method` (has episodes, scripted replies, ...)."""
+    return getattr(type(task), method) is not getattr(Task, method)
+
+
 def task_class(name: str) -> type[Task]:
     """The Task class of a registered name or a 'package.module:Class' path."""
     path = TASKS.get(name, name)

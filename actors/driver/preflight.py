@@ -237,13 +237,13 @@ def _harness(cfg: Config, task=None) -> list[str]:
     """The run's harness imports and is an async function of (client, row); a warm-up has the task's
     scripted replies to teach."""
     from actors.worker.gateway.harness import load_harness
-    from tasks.base import Task
+    from tasks.base import overrides
 
     try:
         load_harness(cfg.env.harness)
     except (ValueError, ImportError) as e:
         return [f"env.harness: {e}"]
-    if cfg.train.warmup.enabled and task is not None and type(task).harness_script is Task.harness_script:
+    if cfg.train.warmup.enabled and task is not None and not overrides(task, "harness_script"):
         return [f"train.warmup: task {task.name!r} has no scripted replies to warm a harness run up with "
                 "(Task.harness_script); set train.warmup.enabled false or give the task them"]
     return []

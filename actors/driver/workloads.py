@@ -19,7 +19,7 @@ from actors.reward.pool import RewardPool
 from actors.worker.agent_loop import EPISODE_EVAL_KEYS, episode_eval, episode_metrics
 from configs.root import Config
 from contracts.types import Sample, ScoreRequest, ScoreResult
-from tasks.base import Task
+from tasks.base import Task, overrides
 
 # sample(items, **sampling) -> Generation: the roles' fan-out over the workers, or one local worker
 Sampler = Callable[..., Generation]
@@ -201,7 +201,7 @@ class Harness(Episodes):
 
     def rows(self) -> tuple[list[dict], list[dict]]:
         """The task's episode rows when it has them, else its rows."""
-        return self.task.episode_rows() if _has(self.task, "episode_rows") else self.task.rows()
+        return self.task.episode_rows() if overrides(self.task, "episode_rows") else self.task.rows()
 
     def sampling(self) -> dict[str, Any]:
         e = self.cfg.env
@@ -243,18 +243,13 @@ class Harness(Episodes):
         """The task's episode text and its scripted conversations as the harness and template render them."""
         from actors.driver.harness_warmup import corpus
 
-        text, vocabulary = self.task.tokenizer_text(episodes=_has(self.task, "episode_corpus"))
+        text, vocabulary = self.task.tokenizer_text(episodes=overrides(self.task, "episode_corpus"))
         rows = self.rows()[0][:200]
         return (lambda: text() + corpus(self.cfg, self.task, rows)), vocabulary + list(HARNESS_TAGS)
 
 
 HARNESS_TAGS = ("<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>")
 """The tools template's tags: one token each in a tiny model's tokenizer."""
-
-
-def _has(task: Task, method: str) -> bool:
-    """Whether the task overrides `Task.method` (has episodes, an episode corpus)."""
-    return getattr(type(task), method) is not getattr(Task, method)
 
 
 def workload_for(cfg: Config, task: Task) -> Completions:

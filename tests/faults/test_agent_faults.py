@@ -18,16 +18,23 @@ AGENT = ["task.options.n_episodes=60", "env.max_turns=3"]
 CONFIG = "configs/tiny-cpu-agent.yaml"
 
 
-def test_a_killed_rollout_worker_plays_its_episodes_again(tmp_path):
-    straight = start(tmp_path, "agent-straight", *AGENT, steps=4, config=CONFIG)
-    assert straight.finish() == 0, straight.output()
-    run = start(tmp_path, "agent-kill9", *AGENT, steps=4, config=CONFIG)
+def _worker_killed(tmp_path, name: str, settings: list[str], config: str, straight):
+    """A 4-step run whose rollout worker is killed (kill -9) after 2 rows: it ends with `straight`'s rows
+    and adapter, after one rollout recovery."""
+    run = start(tmp_path, name, *settings, steps=4, config=config)
     run.wait_rows(2)
     os.kill(run.pid("rollout"), signal.SIGKILL)
     assert run.finish() == 0, run.output()
     same_rows(straight.rows(), run.rows())
     assert [e["role"] for e in run.events("recovery")] == ["rollout"]
     assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(straight.run_dir)
+    return run
+
+
+def test_a_killed_rollout_worker_plays_its_episodes_again(tmp_path):
+    straight = start(tmp_path, "agent-straight", *AGENT, steps=4, config=CONFIG)
+    assert straight.finish() == 0, straight.output()
+    run = _worker_killed(tmp_path, "agent-kill9", AGENT, CONFIG, straight)
     for row in run.rows():
         for key in row:
             lookup(key)
@@ -56,13 +63,7 @@ def test_a_rollout_worker_killed_while_harnesses_talk_to_it_plays_their_sessions
     """The same for episodes an OpenAI harness plays through the worker's gateway: the replacement starts
     its own gateway, the sessions are played again with the same per-request seeds, and the rows (every
     sampled id and logprob behind them) and the adapter are the straight run's."""
-    run = start(tmp_path, "harness-kill9", *HARNESS, steps=4, config=OPENAI)
-    run.wait_rows(2)
-    os.kill(run.pid("rollout"), signal.SIGKILL)
-    assert run.finish() == 0, run.output()
-    same_rows(harness_straight.rows(), run.rows())
-    assert [e["role"] for e in run.events("recovery")] == ["rollout"]
-    assert adapter_fingerprint(run.run_dir) == adapter_fingerprint(harness_straight.run_dir)
+    run = _worker_killed(tmp_path, "harness-kill9", HARNESS, OPENAI, harness_straight)
     for row in run.rows():
         assert row["calls_per_episode"] >= 1.0 and row["harness_failures"] == 0.0
         assert row.get("logprob_gap_max", 0.0) < 1e-3  # the sessions scored as vLLM sampled them

@@ -16,7 +16,6 @@ import hmac
 import itertools
 import logging
 import threading
-import time
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -43,7 +42,6 @@ class Gateway:
         # sessions that asked for more, or whose conversation filled the context: truncated episodes).
         self.sampling: Callable[[int | None, int, int], Any] | None = None
         self.asked: dict[str, int] = {}  # per session: the calls it asked for so far (the call index)
-        self.render_s = self.answer_s = 0.0  # seconds rendering requests and answers (a benchmark's split)
         # The sessions being played, each with its epoch: a request for any other is refused, and a request
         # still running when its session was taken (its harness timed out) records nothing, even when
         # a later session has the same name.
@@ -136,9 +134,7 @@ class Gateway:
             body = await request.json()
             if body.get("stream"):
                 raise Refused("streamed responses are not served; ask without stream")
-            t = time.perf_counter()
             rendered = await render(body)
-            self.render_s += time.perf_counter() - t
         except (ValueError, VLLMClientError) as e:  # Refused, pydantic's and vLLM's validation errors
             if _CONTEXT in str(e) and self.open.get(session) == epoch:
                 self.limited.add(session)
@@ -169,9 +165,7 @@ class Gateway:
         for (ids, logprobs, finish), version in answered:  # the version that sampled it, not the one asked
             self.calls.setdefault(session, []).append(
                 Call(list(rendered.prompt_ids), list(ids), list(logprobs), [version] * len(ids), finish))
-        t = time.perf_counter()
         answer = await respond(rendered, samples)
-        self.answer_s += time.perf_counter() - t
         if isinstance(body.get("messages"), list) and answer.get("choices"):
             self.transcripts[session] = [*body["messages"], answer["choices"][0].get("message", {})]
         return web.json_response(answer)
