@@ -132,7 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     config = "configs/tiny-cpu-agent-openai.yaml" if a.harness else None
     extra = ()
     if a.harness:
-        extra = ("task.options.n_episodes=60", "env.max_turns=3", "rollout.call_timeout_s=120")
+        # Without reward actors the run needs 4 CPUs, which two nodes hold: a worker of 1.25 leaves no room
+        # beside it for a learner rank (or another worker), so the lost worker still waits for a node.
+        extra = ("task.options.n_episodes=60", "env.max_turns=3", "rollout.call_timeout_s=120",
+                 "rollout.num_cpus=1.25")
     parent = Path(a.dir or tempfile.mkdtemp(prefix="lost-node-"))
     cluster = start_cluster()
     names = {n.node_id: f"node{i}" for i, n in enumerate(cluster.list_all_nodes())}
