@@ -62,8 +62,8 @@ def test_a_harness_run_that_loses_the_learner_node_and_a_worker_node_ends_as_the
     events = _events(tmp_path / "lost")
     moved = {e["moved"] for e in events if e["event"] == "recovered" and e["placed"]}
     assert "learner" in moved, [e for e in events if e["event"].startswith("recover")]
-    # The worker's node held a learner rank too: whichever failure is noticed first, the worker's share is
-    # played again by a worker on a node that is left (lost_node checks nothing stays on a lost node).
+    # The worker's share is played again by a worker on a node that is left (lost_node checks that nothing
+    # stays on a lost node); the loss may be noticed as the worker's or, in a call to it, as a step's cause.
     assert any(e["event"] == "recovery" and (e["role"] == "rollout" or "rollout" in e["cause"])
                for e in events), [e for e in events if e["event"].startswith("recover")]
     # a worker of 1.25 CPUs finds no room on the nodes left: it waited for the node added back 8 s later
