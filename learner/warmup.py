@@ -99,6 +99,7 @@ def sft_warmup(
     groups: list[str] | None = None,
     drill: Drill | None = None,
     swaps: list[list[int]] | None = None,
+    watch: tuple[int, Callable[[int, torch.nn.Module], None]] | None = None,
 ) -> dict:
     """Fine-tune all weights for `steps` AdamW steps on (rendered prompt, target) `examples`, or on
     token examples with a loss mask (an agent episode's turns; its observations are not targets); save to
@@ -106,7 +107,9 @@ def sft_warmup(
     its steps come first (same optimizer) and its `mix` joins every warm-up batch; the warm-up's own steps
     decay from `lr` to `lr` x `lr_final_ratio` along a cosine. With `swaps` (groups of interchangeable
     entity token ids, `learner.entity_swap`), every drawn example's entities are redrawn from their
-    groups (from a random stream of their own: the draws themselves are the same). Returns stats."""
+    groups (from a random stream of their own: the draws themselves are the same). With `watch` =
+    (every, fn), `fn(step, model)` is called after every `every`-th warm-up step (an observer: it must
+    leave the model as it found it; `bench.warmup_curve`). Returns stats."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     t0 = time.perf_counter()
@@ -134,7 +137,7 @@ def sft_warmup(
     data = encode_examples(tok, examples)
     draw = category_sampler(groups, rng) if groups is not None else epoch_sampler(len(examples), rng)
     losses = train(steps, [[(data, draw, batch_size), *extra], *answers], "warm-up",
-                   lambda i: lr * lr_factor(i, steps, "cosine", 0, lr_final_ratio))
+                   lambda i: lr * lr_factor(i, steps, "cosine", 0, lr_final_ratio), watch)
     Path(out_dir).mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out_dir)
     return {
@@ -163,12 +166,13 @@ def _ends(name: str, losses: list[float]) -> dict:
 
 def _steps(model, opt, pad_id: int, redraw: Callable[[TokenExample], TokenExample], steps: int,
            packs: list[list[tuple[list[TokenExample], Iterator[int], int]]], label: str,
-           lr_at: Callable[[int], float] | None = None) -> list[float]:
+           lr_at: Callable[[int], float] | None = None,
+           watch: tuple[int, Callable[[int, torch.nn.Module], None]] | None = None) -> list[float]:
     """`steps` AdamW steps, each on a batch of `count` examples drawn from every (examples, draws, count)
     source, each through `redraw`; the sources of one pack share a forward pass (padded to its longest
     row), each pack its own. Cross-entropy on the examples' masked-in completion tokens, over all of
-    them; `lr_at(step)` sets the learning rate of each step (default: the optimizer's, unchanged).
-    Returns the losses."""
+    them; `lr_at(step)` sets the learning rate of each step (default: the optimizer's, unchanged);
+    `watch` = (every, fn): `fn(steps done, model)` after every `every`-th step. Returns the losses."""
     losses = []
     for step in range(steps):
         if lr_at is not None:
@@ -190,4 +194,6 @@ def _steps(model, opt, pad_id: int, redraw: Callable[[TokenExample], TokenExampl
         losses.append(loss.item())
         if step % 20 == 0 or step == steps - 1:
             log.info("%s step %d/%d loss %.4f", label, step + 1, steps, loss.item())
+        if watch is not None and (step + 1) % watch[0] == 0:
+            watch[1](step + 1, model)
     return losses

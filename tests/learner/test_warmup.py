@@ -108,3 +108,46 @@ def test_answer_rows_join_every_drill_and_warm_up_step(tiny_paths, tiny_tokenize
     late = run("late", Drill(drill, steps=0, batch_size=1, mix=1, answers=answers, answers_per_step=1))
     assert late["warmup_loss_first"] != run("plain-late", Drill(drill, steps=0, batch_size=1, mix=1))[
         "warmup_loss_first"]  # and in the warm-up's
+
+
+def test_a_watcher_sees_every_kth_step_and_leaves_the_warm_up_as_it_was(tiny_paths, tiny_tokenizer, tmp_path):
+    from bench.warmup_curve import greedy_right
+
+    examples = encode_examples(tiny_tokenizer, [("user\nsend 500 to ACC123", '{"thought": "t"}'),
+                                                ("user\nsell 5 AMZN", '{"ticker": "AMZN"}')])
+    seen = []
+
+    def run(name, watch):
+        out = tmp_path / name
+        sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), examples, str(out), steps=5,
+                   lr=1e-2, batch_size=2, seed=0, watch=watch)
+        return load_file(str(out / "model.safetensors"))
+
+    plain = run("plain", None)
+    watched = run("watched", (2, lambda step, model: seen.append((step, model.training,
+                                                                  greedy_right(model, examples)))))
+    assert [s for s, *_ in seen] == [2, 4]  # after every 2nd step, not after the 5th
+    assert all(training for _, training, _ in seen)  # measured in eval mode, handed back in train mode
+    assert all((plain[k] == watched[k]).all() for k in plain)  # measuring changed no weight
+
+
+def test_greedy_right_is_what_greedy_decoding_writes(tiny_paths, tiny_tokenizer, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from bench.warmup_curve import greedy_right
+
+    tok = tiny_tokenizer
+    rows = [("user\nsend 500 to ACC123", '{"thought": "t"}'), ("user\nsell 5 AMZN", '{"ticker": "AMZN"}')]
+    out = tmp_path / "learned"
+    sft_warmup(str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir), encode_examples(tok, rows[:1]),
+               str(out), steps=40, lr=3e-3, batch_size=2, seed=0)  # the first row learned by heart
+    model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.float32)
+    swapped = [(p, rows[1 - i][1]) for i, (p, _) in enumerate(rows)]  # each prompt with the other's target
+    examples = encode_examples(tok, rows + swapped)
+    right = greedy_right(model, examples)
+    for (prompt, target, _), ok in zip(examples, right):
+        written = model.generate(torch.tensor([prompt]), max_new_tokens=len(target), do_sample=False,
+                                 eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+        assert ok == (written[0, len(prompt):].tolist() == target)
+    assert right[0] and not right[2]  # a learned target is called right, another target for its prompt not
