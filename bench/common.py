@@ -28,11 +28,13 @@ def load_setup(config: str = "tiny-cpu", overrides: list[str] | None = None) -> 
     apply_role_env()  # offline hub, in-process vLLM engine
     from transformers import AutoTokenizer
 
+    from actors.driver.workloads import workload_for
     from configs.loader import load_config
     from models.tiny import resolve_model
     from tasks.base import load_task
 
     cfg = load_config(config, overrides)
     task = load_task(cfg.task, cfg.reward.functions)
-    paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
+    # the model a run of this config trains: an episode run's tokenizer also knows its episodes' text
+    paths = resolve_model(cfg.model, *workload_for(cfg, task).tokenizer_text())
     return Setup(cfg, task, paths, AutoTokenizer.from_pretrained(str(paths.tokenizer_dir)))

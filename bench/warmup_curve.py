@@ -4,7 +4,7 @@
                                  [--every 50] [--probe 120]
 
 RL moves what the warm-up has begun to learn: a right answer the policy samples but does not yet give
-greedily. This trains a preset's warm-up (its settings, rows and seed; nothing is kept) and every
+greedily. This trains a preset's warm-up (its settings, rows, seed, drill; nothing is kept) and every
 `every` steps prints the share of rows whose target the model would write greedily (teacher-forced:
 every target token the model's top choice), on `probe` training rows kept out of the warm-up's batches
 and on the held-out rows, overall and per group (the task's group column). With the probe rows left out
@@ -18,6 +18,7 @@ import argparse
 import random
 import sys
 import tempfile
+from typing import Any
 
 
 def greedy_right(model, examples: list[tuple[list[int], list[int], list[int]]]) -> list[bool]:
@@ -68,13 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         sys.exit(f"--probe {args.probe}: the preset has only {len(train_rows)} training rows")
     kept_out = set(random.Random(f"{s.cfg.train.seed}/probe").sample(range(len(train_rows)), args.probe))
 
-    def examples(rows: list[dict]) -> tuple[list[tuple], list[str]]:
-        targets, ex, _ = work.warmup_examples(s.tokenizer, rows)
-        return encode_examples(s.tokenizer, ex), [r[column] for r in targets]
+    def examples(rows: list[dict]) -> tuple[list[tuple], list[str], Any]:
+        targets, ex, drill = work.warmup_examples(s.tokenizer, rows)
+        return encode_examples(s.tokenizer, ex), [r[column] for r in targets], drill
 
-    learn, learn_groups = examples([r for i, r in enumerate(train_rows) if i not in kept_out])
-    probe, probe_groups = examples([r for i, r in enumerate(train_rows) if i in kept_out])
-    held, held_groups = examples(held_rows)
+    learn, learn_groups, drill = examples([r for i, r in enumerate(train_rows) if i not in kept_out])
+    probe, probe_groups, _ = examples([r for i, r in enumerate(train_rows) if i in kept_out])
+    held, held_groups, _ = examples(held_rows)
     names = sorted(set(held_groups))
     print(f"{args.config} ({' '.join(args.sets) or 'as written'}): warm-up of {len(learn)} rows, "
           f"lr {w.lr}, batch {w.batch_size}; greedy right on {len(probe)} probe, {len(held)} held-out rows")
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         sft_warmup(str(s.paths.model_dir), str(s.paths.tokenizer_dir), learn, out,
                    steps=args.steps if args.steps is not None else w.steps, lr=w.lr, batch_size=w.batch_size,
                    seed=s.cfg.train.seed, lr_final_ratio=w.lr_final_ratio,
-                   groups=learn_groups if w.balanced else None, watch=(args.every, measure))
+                   groups=learn_groups if w.balanced else None, drill=drill,
+                   swaps=work.entity_swaps(s.tokenizer), watch=(args.every, measure))
     return 0
 
 
