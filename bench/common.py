@@ -19,6 +19,8 @@ class Setup:
     task: Task
     paths: TinyModelPaths
     tokenizer: Any
+    work: Any
+    """The config's workload (`actors.driver.workloads`): its rows and warm-up examples as a run has them."""
 
 
 def load_setup(config: str = "tiny-cpu", overrides: list[str] | None = None) -> Setup:
@@ -35,6 +37,7 @@ def load_setup(config: str = "tiny-cpu", overrides: list[str] | None = None) -> 
 
     cfg = load_config(config, overrides)
     task = load_task(cfg.task, cfg.reward.functions)
+    work = workload_for(cfg, task)
     # the model a run of this config trains: an episode run's tokenizer also knows its episodes' text
-    paths = resolve_model(cfg.model, *workload_for(cfg, task).tokenizer_text())
-    return Setup(cfg, task, paths, AutoTokenizer.from_pretrained(str(paths.tokenizer_dir)))
+    paths = resolve_model(cfg.model, *work.tokenizer_text())
+    return Setup(cfg, task, paths, AutoTokenizer.from_pretrained(str(paths.tokenizer_dir)), work)

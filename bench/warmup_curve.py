@@ -57,13 +57,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--probe", type=int, default=120, help="training rows kept out of the warm-up, measured")
     args = p.parse_args(argv)
 
-    from actors.driver.workloads import workload_for
     from bench.common import load_setup
     from learner.warmup import encode_examples, sft_warmup
 
     s = load_setup(args.config, args.sets)
-    w, column = s.cfg.train.warmup, s.task.group_column
-    work = workload_for(s.cfg, s.task)
+    w, column, work = s.cfg.train.warmup, s.task.group_column, s.work
     train_rows, held_rows = work.rows()
     if args.probe >= len(train_rows):
         sys.exit(f"--probe {args.probe}: the preset has only {len(train_rows)} training rows")
