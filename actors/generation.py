@@ -17,12 +17,14 @@ class Generation:
 
     groups: list[list[Sample]]
     versions: list[int]  # the policy version each worker served
+    peak_rss: int = 0  # the largest peak resident memory of the workers that answered, bytes
 
     @classmethod
     def of(cls, rollouts: list[Rollout]) -> Generation:
         """The workers' answers, in worker order, as one generation in prompt order."""
         return cls(groups=[g for r in rollouts for g in r.groups],
-                   versions=[r.policy_version for r in rollouts])
+                   versions=[r.policy_version for r in rollouts],
+                   peak_rss=max((r.peak_rss for r in rollouts), default=0))
 
     @property
     def samples(self) -> list[Sample]:

@@ -60,7 +60,7 @@ def _tokenizer_dir(preset: str) -> str:
     """The preset's tokenizer, found as a run finds it (built on first use, then cached)."""
     from actors.driver.workloads import workload_for
     from configs.loader import load_config
-    from models.tiny import resolve_model
+    from models.resolve import resolve_model
     from tasks.base import load_task
 
     cfg = load_config(preset)

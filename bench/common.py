@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from configs.root import Config
-from models.tiny import TinyModelPaths
+from models.resolve import ModelPaths
 from tasks.base import Task
 
 
@@ -17,7 +17,7 @@ from tasks.base import Task
 class Setup:
     cfg: Config
     task: Task
-    paths: TinyModelPaths
+    paths: ModelPaths
     tokenizer: Any
     work: Any
     """The config's workload (`actors.driver.workloads`): its rows and warm-up examples as a run has them."""
@@ -32,7 +32,7 @@ def load_setup(config: str = "tiny-cpu", overrides: list[str] | None = None) -> 
 
     from actors.driver.workloads import workload_for
     from configs.loader import load_config
-    from models.tiny import resolve_model
+    from models.resolve import resolve_model
     from tasks.base import load_task
 
     cfg = load_config(config, overrides)

@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     from actors.worker.rollout_worker import RolloutWorker
     from configs.loader import load_config
     from contracts.lora import load_peft_adapter
-    from models.tiny import resolve_model
+    from models.resolve import resolve_model
     from tasks.base import load_task
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

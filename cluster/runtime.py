@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from configs.cluster import ClusterConfig
+from models.memory import MALLOC_ENV
 from models.tiny import cache_root
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,7 @@ def role_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         "RAY_DEDUP_LOGS": "1",
         # vLLM logs every weight reload and cache reset at INFO; set INFO in cluster.env_vars to see them.
         "VLLM_LOGGING_LEVEL": "WARNING",
+        **MALLOC_ENV,
         **(extra or {}),
     }
 

@@ -30,7 +30,13 @@ class LearnerConfig(Section):
     grad_clip: float = Field(1.0, gt=0)
     """Gradient norm clip."""
     micro_batch_size: int = Field(32, ge=1)
-    """Sequences per forward/backward on one rank."""
+    """Sequences per forward/backward on one rank, at most."""
+    micro_batch_tokens: Annotated[int, Field(ge=16)] | Literal["auto"] | None = "auto"
+    """Padded tokens (rows x the longest row) per forward/backward, at most: what a micro-batch's
+    activations grow with. "auto": what `activation_gb` holds for the model's shape (models.memory);
+    None: rows only."""
+    activation_gb: float = Field(3.0, gt=0, le=1024)
+    """"auto" micro-batches: the memory one micro-batch's activations may take on a rank."""
     updates_per_batch: int = Field(1, ge=1, le=16)
     """Optimizer passes over each rollout batch (1 = strictly on-policy)."""
     num_cpus: float = Field(1.0, gt=0)

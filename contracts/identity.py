@@ -9,6 +9,14 @@ from __future__ import annotations
 import os
 
 
+def peak_rss() -> int:
+    """This process's peak resident memory so far, in bytes (what the memory plan is checked against:
+    `memory/{role}` in the metrics rows)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+
+
 def node_identity() -> tuple[str | None, int]:
     """(Ray node id or None outside Ray, this process's id)."""
     try:

@@ -83,6 +83,7 @@ class Rollout:
     policy_version: int
     worker_index: int
     fingerprint: str  # of the weights served while sampling
+    peak_rss: int = 0  # the worker's peak resident memory so far, bytes
 
 
 @dataclass

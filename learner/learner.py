@@ -26,7 +26,7 @@ from algo.schedule import lr_factor
 from configs.algorithm import AlgorithmConfig
 from configs.learner import LearnerConfig
 from configs.model import ModelConfig
-from contracts.identity import node_identity
+from contracts.identity import node_identity, peak_rss
 from contracts.types import TrainBatch
 from learner.build_tools import clear_stale_build_locks, use_environment_ninja
 from learner.micro_batches import (
@@ -130,6 +130,15 @@ class Learner(LearnerWeights):
         self.engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=ds_config)
         return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
+    def _token_cap(self) -> int | None:
+        """Padded tokens per micro-batch (`learner.micro_batch_tokens`, "auto" from the model's shape)."""
+        from models.memory import ModelShape, micro_batch_tokens
+
+        c = self.cfg
+        shape = ModelShape.of_folder(self.base_model_dir)
+        return micro_batch_tokens(c.micro_batch_tokens, c.activation_gb, shape, self.model_cfg.dtype,
+                                  c.gradient_checkpointing)
+
     def build_model(self) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
         """The PEFT LoRA model, its AdamW optimizer and the lr schedule (`self.scheduler`), before any
         engine wraps them (`setup` hands them to DeepSpeed; bench.side runs them plain for comparison)."""
@@ -179,8 +188,10 @@ class Learner(LearnerWeights):
 
     def plan_micro_batches(self, batch: TrainBatch) -> list[list[int]]:
         """This rank's micro-batches (`learner.micro_batches.plan_micro_batches`)."""
+        if not hasattr(self, "token_cap"):
+            self.token_cap = self._token_cap()
         return plan_micro_batches(batch, self.cfg.micro_batch_size, self.world_size, self.rank,
-                                  skip_zero_advantage=self.algo.loss.kl_coef == 0)
+                                  skip_zero_advantage=self.algo.loss.kl_coef == 0, max_tokens=self.token_cap)
 
     # ---- the update -------------------------------------------------------------------------------
     def train_step(self, batch: TrainBatch) -> dict[str, float]:
@@ -247,6 +258,7 @@ class Learner(LearnerWeights):
             lr=lr,
             grad_norm=float(grad_norm) if grad_norm is not None else 0.0,
             learned_sequences=float(sum(len(r) for r in micro)),
+            **{"memory/learner": peak_rss() / 2**30},
         )
         return metrics
 

@@ -14,27 +14,49 @@ from contracts.types import TrainBatch
 
 
 def plan_micro_batches(batch: TrainBatch, micro_batch_size: int, world_size: int, rank: int,
-                       skip_zero_advantage: bool = True) -> list[list[int]]:
+                       skip_zero_advantage: bool = True, max_tokens: int | None = None) -> list[list[int]]:
     """Rank `rank`'s micro-batches (row indices), padded with empty ones to the busiest rank's count.
 
-    Rows that carry gradient are sorted by length (less padding), dealt round-robin, and chunked.
-    Under ZeRO-2/3 each forward/backward is a collective, so every rank must run the same number.
-    With `skip_zero_advantage` (no KL term) a zero advantage gives zero gradient: the sequence is not
-    run (it still counts in the token-mean normaliser).
+    Rows that carry gradient are sorted by length (less padding), dealt round-robin, and chunked: at most
+    `micro_batch_size` rows, and with `max_tokens` at most that many padded tokens (rows x the longest
+    row's prompt+completion) a micro-batch, which is what its activations' memory grows with; a row longer
+    than `max_tokens` goes alone. Under ZeRO-2/3 each forward/backward is a collective, so every rank must
+    run the same number. With `skip_zero_advantage` (no KL term) a zero advantage gives zero gradient: the
+    sequence is not run (it still counts in the token-mean normaliser).
 
     >>> b = TrainBatch([[1]] * 4, [[2], [2, 2], [2], [2]], [[0.0]] * 4, [1.0, 0.0, -1.0, 0.5])
     >>> plan_micro_batches(b, 2, 2, 0), plan_micro_batches(b, 2, 2, 1)
     ([[0, 3]], [[2]])
+    >>> plan_micro_batches(b, 8, 1, 0, max_tokens=4)
+    [[0, 2], [3]]
     """
     rows = list(range(len(batch.completion_ids)))
     if skip_zero_advantage:
         rows = [i for i in rows if batch.advantages[i] != 0.0]
-    rows.sort(key=lambda i: (len(batch.prompt_ids[i]) + len(batch.completion_ids[i]), i))
-    mb = micro_batch_size
+
+    def length(i: int) -> int:
+        return len(batch.prompt_ids[i]) + len(batch.completion_ids[i])
+
+    rows.sort(key=lambda i: (length(i), i))
     shards = [rows[r::world_size] for r in range(world_size)]
-    count = max(1, max((len(sh) + mb - 1) // mb for sh in shards))
-    mine = [shards[rank][i : i + mb] for i in range(0, len(shards[rank]), mb)]
+    plans = [_chunks(shard, micro_batch_size, max_tokens, length) for shard in shards]
+    count = max(1, max(len(p) for p in plans))
+    mine = plans[rank]
     return mine + [[] for _ in range(count - len(mine))]
+
+
+def _chunks(rows: list[int], size: int, max_tokens: int | None, length) -> list[list[int]]:
+    """`rows` (sorted by length) cut into runs of at most `size` rows and `max_tokens` padded tokens."""
+    if max_tokens is None:
+        return [rows[i: i + size] for i in range(0, len(rows), size)]
+    out: list[list[int]] = []
+    for i in rows:
+        # Sorted ascending, so the row being added is the longest of its micro-batch.
+        if out and len(out[-1]) < size and (len(out[-1]) + 1) * length(i) <= max_tokens:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
 
 
 # Per-micro-batch metrics averaged over the step (kl_ref only with a KL term, the importance-weight

@@ -58,8 +58,16 @@ def completion_logits(model: torch.nn.Module, packed: Packed) -> torch.Tensor:
     return torch.gather(logits, 1, pos[:, :, None].expand(-1, -1, logits.shape[-1]))
 
 
+# The LM head's fp32 logits of one chunk of completion positions are at most this many bytes: a whole
+# micro-batch's (32 completions x 640 tokens x a 49,152-token vocabulary: 4 GB, and several copies through
+# log_softmax and backward) is what ran a real model out of memory. A vocabulary of 2k (the tiny model)
+# fits tens of thousands of positions in one chunk, so its numbers are those of the unchunked path.
+LOGITS_CHUNK_BYTES = 256 * 2**20
+
+
 def completion_scores(model: torch.nn.Module, packed: Packed, lm_head: torch.nn.Module,
-                      with_entropy: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+                      with_entropy: bool = False,
+                      chunk_bytes: int = LOGITS_CHUNK_BYTES) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(logprobs, entropy) of each completion token: (B, T) each, zero on padding.
 
     The LM head runs on the completion positions only (gathered from the last hidden states, padding
@@ -68,20 +76,47 @@ def completion_scores(model: torch.nn.Module, packed: Packed, lm_head: torch.nn.
     forward+backward time on the tiny model (bench.learner_forward). `model` is called as a whole (a
     DeepSpeed engine keeps its hooks); `lm_head` is the model's output layer. The entropy carries no
     gradient (it is a metric).
+
+    Positions go through the head in chunks of at most `chunk_bytes` of fp32 logits; with more than one
+    chunk each is recomputed in the backward pass (activation checkpointing) instead of being kept, so a
+    micro-batch's logits never exist all at once.
     """
     out = model(input_ids=packed.input_ids, attention_mask=packed.attention_mask, use_cache=False,
                 logits_to_keep=1, output_hidden_states=True)
     hidden = out.hidden_states[-1]  # (B, L, H), after the final norm
     rows, cols = packed.completion_mask.bool().nonzero(as_tuple=True)  # (N,) real completion tokens
     # Completion token k of row i sits at starts[i]+k, predicted by position starts[i]+k-1.
-    logp = torch.log_softmax(lm_head(hidden[rows, packed.starts[rows] - 1 + cols]).float(), dim=-1)  # (N, V)
-    lp = torch.zeros(packed.completion_mask.shape, dtype=logp.dtype, device=logp.device)
-    lp = lp.index_put((rows, cols), logp.gather(-1, packed.completion_ids[rows, cols][:, None]).squeeze(-1))
+    picked = hidden[rows, packed.starts[rows] - 1 + cols]  # (N, H)
+    targets = packed.completion_ids[rows, cols]  # (N,)
+    vocab = lm_head.weight.shape[0]
+    step = max(1, chunk_bytes // (4 * vocab))
+    if picked.shape[0] <= step:
+        tok_lp, tok_ent = _head_scores(picked, lm_head, targets, with_entropy)
+    else:
+        from torch.utils.checkpoint import checkpoint
+
+        parts = [checkpoint(_head_scores, picked[i: i + step], lm_head, targets[i: i + step], with_entropy,
+                            use_reentrant=False) for i in range(0, picked.shape[0], step)]
+        tok_lp = torch.cat([p[0] for p in parts])
+        tok_ent = torch.cat([p[1] for p in parts]) if with_entropy else None
+    lp = torch.zeros(packed.completion_mask.shape, dtype=tok_lp.dtype, device=tok_lp.device)
+    lp = lp.index_put((rows, cols), tok_lp)
+    ent = None
+    if with_entropy:
+        ent = torch.zeros_like(lp).detach().index_put((rows, cols), tok_ent)
+    return lp, ent
+
+
+def _head_scores(picked: torch.Tensor, lm_head: torch.nn.Module, targets: torch.Tensor,
+                 with_entropy: bool) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(logprob of each target, entropy or None) of the positions `picked` (N, H): (N,) each."""
+    logp = torch.log_softmax(lm_head(picked).float(), dim=-1)  # (N, V)
+    tok = logp.gather(-1, targets[:, None]).squeeze(-1)
     ent = None
     if with_entropy:
         with torch.no_grad():
-            ent = torch.zeros_like(lp).index_put((rows, cols), -(logp.exp() * logp).sum(-1))
-    return lp, ent
+            ent = -(logp.exp() * logp).sum(-1)
+    return tok, ent
 
 
 def output_layer(model: torch.nn.Module) -> torch.nn.Module:

@@ -16,10 +16,10 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
-from configs.model import ModelConfig, TinyModelConfig
+from configs.model import TinyModelConfig
+from models.resolve import ModelPaths
 
 log = logging.getLogger(__name__)
 
@@ -29,12 +29,6 @@ CHAT_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-
-
-@dataclass(frozen=True)
-class TinyModelPaths:
-    model_dir: Path
-    tokenizer_dir: Path
 
 
 def cache_root() -> Path:
@@ -107,7 +101,7 @@ def build_model(cfg: TinyModelConfig, tokenizer_dir: Path, out_dir: Path) -> Non
 
 def ensure_tiny_model(
     cfg: TinyModelConfig, corpus: list[str], vocabulary: list[str] | None = None
-) -> TinyModelPaths:
+) -> ModelPaths:
     """Build the tiny model for a task's text on first use (about a second); afterwards return the
     cached paths (the cache key covers the shape, the corpus and the vocabulary).
 
@@ -117,7 +111,7 @@ def ensure_tiny_model(
     """
     vocabulary = list(vocabulary or [])
     root = cache_root() / f"tiny-{_build_key(cfg, corpus, vocabulary)}"
-    paths = TinyModelPaths(root / "model", root / "tokenizer")
+    paths = ModelPaths(root / "model", root / "tokenizer")
     if (root / "DONE").exists():
         return paths
 
@@ -148,11 +142,3 @@ def publish(dest: Path, fill: Callable[[Path], None]) -> None:
             pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-
-
-def resolve_model(cfg: ModelConfig, corpus: Callable[[], list[str]], vocabulary: list[str]) -> TinyModelPaths:
-    """Paths of the base model and its tokenizer; for `tiny`, built from the task's text (`corpus` is
-    only called then)."""
-    if cfg.name == "tiny":
-        return ensure_tiny_model(cfg.tiny, corpus(), vocabulary)
-    return TinyModelPaths(Path(cfg.name), Path(cfg.tokenizer or cfg.name))

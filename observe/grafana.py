@@ -87,6 +87,9 @@ PANELS: list[tuple[str, str, list[tuple[str, str]], bool]] = [
         (gauge("frac_truncated_episodes"), "{{run}} truncated"),
         (gauge("obs_token_frac"), "{{run}} observation tokens"),
     ], False),
+    ("Peak resident memory per process (GB)", "none", [
+        (gauge("memory/{process}"), "{{run}} {{process}}"),
+    ], False),
     ("Policy version and weight push", "none", [
         (gauge("policy_version"), "{{run}} version"),
         (gauge("logprob_gap_mean"), "{{run}} learner-vLLM logprob gap"),

@@ -120,6 +120,9 @@ METRICS: tuple[Metric, ...] = (
        numeric=False),
     _m("push_bytes", "learner", "bytes of LoRA weights pushed to each worker"),
     _m("probe_gap_max", "rollout", "largest |vLLM - learner| logprob of the probe sequence after the push"),
+    _m("memory/{process}", "coordinator", "peak resident memory so far (GB) of each role's largest process: "
+       "learner (a rank), rollout (a worker), coordinator; what the memory plan is checked against",
+       merge="max"),
     _m("time/{phase}", "coordinator", "seconds of each phase of the step: generate, reward, learn, sync; "
        "step: its wall time (one-step-off: generate ran during the step before; stream: generate is the "
        "wait for the batch); weight_wait (stream): workers' seconds at a due point, summed"),

@@ -24,7 +24,7 @@ def fund_task():
 def tiny_paths(fund_task):
     """The tiny model built for the fund assistant's text (what every preset on it uses)."""
     from configs.model import ModelConfig
-    from models.tiny import resolve_model
+    from models.resolve import resolve_model
 
     return resolve_model(ModelConfig(), fund_task.corpus, fund_task.vocabulary())
 

@@ -228,9 +228,54 @@ def _task(cfg: Config) -> list[str]:
     problems = _rows(cfg, task, train)
     if cfg.env.kind == "harness":
         problems += _harness(cfg, task)
+    if problems:
+        return problems
+    paths, problems = _model(cfg, task)
+    if problems:
+        return problems
+    problems = memory_problems(cfg, paths.model_dir)
     if cfg.env.enabled:  # episodes start from the environment's messages, cut at env.max_context
         return problems
-    return problems or _prompt_lengths(cfg, task, train + held)
+    return problems + _prompt_lengths(cfg, task, train + held, paths)
+
+
+def memory_problems(cfg: Config, model_dir, total: float | None = None) -> list[str]:
+    """A run that starts its own Ray on this machine: every role's planned peak memory (models.memory),
+    with Ray's own processes and object store, against `total` (this machine's memory, of which 10% is
+    left to the system). A cluster's nodes are not known before the driver attaches: not checked."""
+    from models.memory import GB, OVERHEAD, ModelShape, describe, plan
+
+    if cfg.cluster.address or os.environ.get("RAY_ADDRESS"):
+        return []
+    shape = ModelShape.of_folder(model_dir)
+    if shape is None:
+        return []
+    if total is None:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    roles = plan(cfg, shape)
+    fixed = OVERHEAD["ray"] + OVERHEAD["driver"] + cfg.cluster.object_store_memory
+    need = sum(r.total for r in roles) + fixed
+    budget = 0.9 * total
+    if need <= budget:
+        return []
+    return [f"memory: the run would need about {need / GB:.1f} GB at its peak but this machine has "
+            f"{total / GB:.1f} GB ({budget / GB:.1f} GB usable): {describe(roles)}, plus Ray and the driver; "
+            "lower learner.activation_gb or learner.micro_batch_tokens, rollout.kv_cache_memory_bytes, "
+            "rollout.num_workers or learner.world_size"]
+
+
+def _model(cfg: Config, task):
+    """(the model's paths, problems): the model resolved (a packaged one converted on first use) and its
+    context checked against rollout.max_model_len."""
+    from models.packaged import ModelMissing
+    from models.resolve import resolve_model
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
+    except ModelMissing as e:
+        return None, [f"model.name: {e}"]
+    return paths, _model_context(cfg, paths)
 
 
 def _harness(cfg: Config, task=None) -> list[str]:
@@ -276,19 +321,14 @@ def _rows(cfg: Config, task, train: list[dict]) -> list[str]:
                                       cfg.reward.timeout_s)
 
 
-def _prompt_lengths(cfg: Config, task, rows: list[dict]) -> list[str]:
-    from models.tiny import resolve_model
+def _prompt_lengths(cfg: Config, task, rows: list[dict], paths) -> list[str]:
     from models.tokenizers import load_tokenizer
 
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
-        paths = resolve_model(cfg.model, task.corpus, task.vocabulary())
         tok = load_tokenizer(paths.tokenizer_dir)
     except OSError as e:
         return ["model.name: cannot load the tokenizer of "
                 f"{cfg.model.tokenizer or cfg.model.name} offline ({e})"]
-    if context := _model_context(cfg, paths):
-        return context
     limit = cfg.rollout.max_model_len - cfg.rollout.max_tokens
     lengths = [len(tok(task.render_prompt(tok, r), add_special_tokens=False)["input_ids"]) for r in rows]
     too_long = [i for i, n in enumerate(lengths) if n > limit]

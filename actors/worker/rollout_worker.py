@@ -21,7 +21,7 @@ from actors.worker.served_policy import ServedPolicy
 from configs.model import LoraConfig
 from configs.rollout import RolloutConfig
 from configs.task import TaskConfig
-from contracts.identity import node_identity
+from contracts.identity import node_identity, peak_rss
 from contracts.types import LoraUpdate, Rollout, Sample, Served
 from tasks.base import load_task
 
@@ -282,7 +282,7 @@ class RolloutWorker:
                    self.cfg.max_model_len - (max_tokens or self.cfg.max_tokens))
 
     def _rollout(self, groups: list[list[Sample]]) -> Rollout:
-        return Rollout(groups, self.version, self.worker_index, self.policy.fingerprint)
+        return Rollout(groups, self.version, self.worker_index, self.policy.fingerprint, peak_rss())
 
     def _run(self, prompt_ids: list[list[int]], params) -> tuple[list, list[list[list[float]]]]:
         """vLLM's outputs for token-id prompts, and per output and sample the sampled tokens' logprobs."""

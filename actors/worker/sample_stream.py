@@ -48,6 +48,7 @@ from typing import Any, Protocol
 
 from actors.worker.agent_loop import LiveEpisode, Wrapper
 from actors.worker.offsets import token_char_offsets
+from contracts.identity import peak_rss
 from contracts.types import Sample
 from tasks.env import Environment
 
@@ -85,6 +86,7 @@ class StreamReport:
     # batch → (engine steps, running sequences summed over them) from the previous batch this worker
     # finished to this one: counted per batch, so a step's occupancy does not depend on timing
     occupancy: dict[int, tuple[int, int]] = field(default_factory=dict)
+    peak_rss: int = 0  # the worker's peak resident memory so far, bytes
 
 
 @dataclass
@@ -163,7 +165,7 @@ class SampleStream:
     def advance(self) -> StreamReport:
         """Run the engine until a batch finishes on this worker, the due point of the next policy, or
         the stream runs dry; returns the finished groups and why it stopped."""
-        report = StreamReport()
+        report = StreamReport(peak_rss=peak_rss())
         while True:
             self._fill()
             wait = self._waiting_for()

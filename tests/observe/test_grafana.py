@@ -23,7 +23,9 @@ ROW_KEYS = ["reward_mean", "reward_std", "frac_reward_zero_std", "frac_zero_std_
             "eval_reasoning_score", "eval_accuracy/x",
             # agent runs: their rows and their eval keys (actors.worker.agent_loop.EPISODE_EVAL_KEYS)
             "episode_turns_mean", "tool_calls_per_episode", "tool_error_rate", "success_rate",
-            "frac_truncated_episodes", "obs_token_frac", "eval_success_rate"]
+            "frac_truncated_episodes", "obs_token_frac", "eval_success_rate",
+            # peak resident memory of each role's largest process (actors.driver.coordinator.memory_row)
+            "memory/learner"]
 
 
 def test_shipped_json_is_the_generated_dashboard():

@@ -53,6 +53,7 @@ class StreamedPipeline:
         self.started = False
         # batch → worker → [engine steps, running sequences summed over them]
         self.occupancy: dict[int, dict[int, list[int]]] = {}
+        self.peak_rss = 0  # the workers' largest peak resident memory reported so far, bytes
         self.owner: dict[tuple[int, int], int] = {}  # (batch, index) → the worker it was fed to
         self.weight_wait_s = 0.0  # since the last row
         self.every, self.taken = checkpoint_every, 0
@@ -98,7 +99,7 @@ class StreamedPipeline:
         got = self.got.pop(step)
         groups = [got[i] for i in range(len(got))]
         versions = [v for g in groups for s in g for v in (s.versions or [s.policy_version])]
-        gen = Generation(groups, [min(versions)])
+        gen = Generation(groups, [min(versions)], self.peak_rss)
         stale = [version - min(_policy_versions(s), default=version) > self.k for s in gen.samples]
         self._batch = (step, gen, version, sum(stale))
         return Batch(self.rows.pop(step), gen, waited, stale)
@@ -296,6 +297,7 @@ class StreamedPipeline:
                 raise RoleFailure("rollout", w, None, f"no answer within {self.timeout_s:.0f}s")
         for w in [w for w, ref in self.calls.items() if ref in ready]:
             report: StreamReport = self._answer(w, self.calls.pop(w))
+            self.peak_rss = max(self.peak_rss, report.peak_rss)
             for b, (steps, running) in report.occupancy.items():
                 c = self.occupancy.setdefault(b, {}).setdefault(w, [0, 0])
                 c[0] += steps
