@@ -69,6 +69,21 @@ _Loader.add_implicit_resolver(
 )
 
 
+class Replace(dict):
+    """A mapping written `!replace {...}` (or `key: !replace` over an indented block): over a base it
+    replaces the base's mapping whole instead of merging into it (`merge`)."""
+
+
+def _replace(loader: yaml.SafeLoader, node: yaml.Node) -> Replace:
+    if not isinstance(node, yaml.MappingNode):
+        raise yaml.constructor.ConstructorError(None, None, "!replace applies to a mapping (lists are "
+                                                "always replaced)", node.start_mark)
+    return Replace(loader.construct_mapping(node, deep=True))
+
+
+_Loader.add_constructor("!replace", _replace)
+
+
 def resolve_path(path: str | Path) -> Path:
     """A preset name (`tiny-cpu`), a file in configs/, or a path."""
     p = Path(path)
@@ -239,18 +254,22 @@ def _read(file: Path) -> dict:
 
 def merge(base: dict, child: dict) -> dict:
     """`child` over `base`: nested mappings merge key by key, anything else (lists included) is replaced
-    whole. A `task` section that names another task replaces the base's whole: the base's task options
-    belong to the base's task.
+    whole. A mapping tagged `!replace` replaces the base's whole, and so does a `task` section that names
+    another task (the base's task options belong to the base's task).
 
     >>> merge({"a": {"x": 1, "y": [1, 2]}, "b": 1}, {"a": {"y": [3]}})
     {'a': {'x': 1, 'y': [3]}, 'b': 1}
+    >>> merge({"a": {"x": 1, "y": 2}}, {"a": Replace({"y": 3})})
+    {'a': {'y': 3}}
     """
     out = dict(base)
     for key, value in child.items():
         old = out.get(key)
         if key in KIND_SECTIONS:  # a bare kind is the section {kind: ...}
             old, value = _kind_section(key, old), _kind_section(key, value)
-        if isinstance(old, dict) and isinstance(value, dict) and not _renames_task(key, old, value):
+        if isinstance(value, Replace):
+            out[key] = dict(value)
+        elif isinstance(old, dict) and isinstance(value, dict) and not _renames_task(key, old, value):
             out[key] = merge(old, value)
         else:
             out[key] = value

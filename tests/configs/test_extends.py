@@ -83,3 +83,28 @@ def test_print_config_prints_what_loads_back_the_same(tmp_path):
     f = _write(tmp_path / "printed.yaml", p.stdout)
     assert load_config(f) == load_config("tiny-cpu-agent", ["train.steps=3"])
     assert "ngrpo-ray: Ray" not in p.stdout  # it printed and exited: nothing started
+
+
+def test_replace_swaps_a_bases_dataset_mix_and_print_config_shows_it(tmp_path):
+    """`!replace` on a mapping: the child's map stands alone (without it, the base's datasets stay)."""
+    merged = _write(tmp_path / "merged.yaml", "extends: tiny-cpu-reasoning\n"
+                    "task:\n  options:\n    datasets:\n      chain_sum: {weight: 1}\n")
+    replaced = _write(tmp_path / "replaced.yaml", "extends: tiny-cpu-reasoning\n"
+                      "task:\n  options:\n    datasets: !replace\n      chain_sum: {weight: 1}\n")
+    base = set(load_config("tiny-cpu-reasoning").task.options["datasets"])
+    assert set(load_config(merged).task.options["datasets"]) == base | {"chain_sum"}
+    cfg = load_config(replaced)
+    assert set(cfg.task.options["datasets"]) == {"chain_sum"}
+    base = load_config("tiny-cpu-reasoning")
+    assert cfg.task.options["size"] == base.task.options["size"]  # the rest merged
+    out = subprocess.run([sys.executable, "train.py", "--config", str(replaced), "--print-config"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    printed = yaml.safe_load(out.stdout)
+    assert list(printed["task"]["options"]["datasets"]) == ["chain_sum"]
+
+
+def test_replace_on_a_list_or_a_scalar_is_refused(tmp_path):
+    f = _write(tmp_path / "bad.yaml", "extends: tiny-cpu\nreward:\n  functions: !replace [{name: gt}]\n")
+    with pytest.raises(ConfigError, match="!replace applies to a mapping"):
+        load_config(f)
