@@ -68,3 +68,45 @@ def test_gathered_scores_equal_the_full_path_exactly(tiny_paths):
     for n, p in model.named_parameters():
         if n in ref_grads:
             torch.testing.assert_close(p.grad, ref_grads[n], rtol=1e-6, atol=1e-7)
+
+
+def test_chunked_head_equals_one_chunk_on_the_real_models_shapes():
+    """SmolLM2-135M's widths (hidden 576, 9 heads over 3 KV heads, vocabulary 49,152; two of its 30
+    layers, random weights): the LM head in chunks of 16 positions, each recomputed in the backward pass,
+    gives the logprobs, entropy and LoRA gradients of one whole chunk."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from learner.sequences import completion_scores, output_layer
+
+    torch.manual_seed(0)
+    conf = LlamaConfig(hidden_size=576, intermediate_size=1536, num_hidden_layers=2, num_attention_heads=9,
+                       num_key_value_heads=3, vocab_size=49152, max_position_embeddings=256,
+                       tie_word_embeddings=True)
+    model = get_peft_model(LlamaForCausalLM(conf), LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj",
+                                                                                                     "down_proj"]))
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            if "lora_B" in n:
+                p.normal_(0, 0.05)
+    g = torch.Generator().manual_seed(2)
+    prompts = [torch.randint(3, conf.vocab_size, (n,), generator=g).tolist() for n in (4, 50, 21)]
+    completions = [torch.randint(3, conf.vocab_size, (n,), generator=g).tolist() for n in (30, 9, 41)]
+    packed = pack(prompts, completions, pad_id=0)
+    head = output_layer(model)
+
+    def run(chunk_bytes):
+        model.zero_grad()
+        lp, ent = completion_scores(model, packed, head, with_entropy=True, chunk_bytes=chunk_bytes)
+        (lp * packed.completion_mask).sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        return lp.detach(), ent, grads
+
+    whole, chunked = run(1 << 30), run(4 * conf.vocab_size * 16)  # 80 positions: 1 chunk, then 5
+    torch.testing.assert_close(chunked[0], whole[0], rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(chunked[1], whole[1], rtol=1e-5, atol=1e-5)
+    assert whole[2] and set(chunked[2]) == set(whole[2])
+    for name, grad in whole[2].items():
+        torch.testing.assert_close(chunked[2][name], grad, rtol=1e-4, atol=1e-6)
+    mask = packed.completion_mask.bool()
+    assert (whole[0][mask] < 0).all() and (whole[0][~mask] == 0).all()
