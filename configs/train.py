@@ -164,6 +164,17 @@ class TrainConfig(Section):
     max_idle_steps: int = Field(50, ge=0, le=100_000)
     """Steps in a row without an update (every reward failed, every advantage 0, or the update skipped)
     before the run stops (exit 1); 0: never."""
+    no_signal_steps: int = Field(5, ge=0, le=100_000)
+    """The first K steps watched for a reward the model never earns: when every completion of them got
+    the same score from every reward, one warning (log, event `no_signal`, the report) names the reward
+    and shows a completion; 0: not watched."""
+    stop_if_no_signal: bool = False
+    """Stop the run (exit 1) at that warning instead of going on."""
+    log_completions_every: int = Field(10, ge=0, le=100_000)
+    """Every N steps, a few of the step's completions with their scores go to completions_train.jsonl and
+    the trackers (TensorBoard text, an MLflow table, a W&B table); 0: never."""
+    log_completions: int = Field(4, ge=1, le=1000)
+    """How many completions (the first of each of the first groups of the step)."""
     run_dir: str = "runs"
     """Parent folder of run directories."""
     run_name: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

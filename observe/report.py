@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from observe import plots
+from observe.completions_view import completions_section
 from observe.faults import fault_summary, faults_markdown, learning_line
 from observe.runs import Run, load_run
 from observe.schema import lookup
@@ -148,6 +149,8 @@ def reliability_lines(run: Run) -> list[str]:
                          f"or gradient; {e.get('in_a_row')} in a row)")
         elif kind == "stopped":
             lines.append(f"- step {step}: run stopped: {e.get('reason')}")
+        elif kind == "no_signal":
+            lines.append(f"- step {step}: {e.get('message')}")
     learning = learning_line(run.events)
     if learning:
         lines.append(f"- {learning}")
@@ -184,7 +187,8 @@ def render_report(run: Run, images: dict[str, Path]) -> str:
         out.append("No training steps recorded (metrics.jsonl is missing or empty).")
     out += ["", "## NGRPO switch", *switch_lines(run), "", "## Reliability",
             *faults_markdown(fault_summary(run.events)), "", *reliability_lines(run),
-            "", "## Eval (held-out)", *eval_section(run)]
+            "", "## Eval (held-out)", *eval_section(run),
+            "", "## What the model said", *completions_section(run.path, list(run.eval))]
     if images:
         out += ["", "## Plots"]
         for stem, _, caption in PLOTS:

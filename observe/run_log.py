@@ -25,6 +25,25 @@ def _clean(v: Any) -> Any:
     return v
 
 
+COMPLETIONS = "completions_train.jsonl"  # the training sample of completions, appended every N steps
+
+
+def _keep_steps(path: Path, last_step: int) -> int:
+    """Rewrite the JSONL file at `path` with only its rows of steps <= `last_step`; returns how many."""
+    if not path.exists():
+        return 0
+    kept = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= last_step:
+            kept.append(line)
+    atomic_write_text(path, "".join(x + "\n" for x in kept))
+    return len(kept)
+
+
 class RunLog:
     def __init__(self, run_dir: str | Path, tensorboard: bool = True,
                  trackers: Trackers | None = None) -> None:
@@ -49,20 +68,13 @@ class RunLog:
 
     def truncate_metrics(self, last_step: int) -> int:
         """Keep only the rows of steps <= `last_step` (a resumed or rolled-back run writes the later
-        ones again, never twice); a row cut off by a crash goes too. Atomic; returns the rows kept."""
+        ones again, never twice), in metrics.jsonl and completions_train.jsonl; a row cut off by a crash
+        goes too. Atomic; returns the metrics rows kept."""
         self._metrics.close()
-        path = self.dir / "metrics.jsonl"
-        kept = []
-        for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("step"), int) and row["step"] <= last_step:
-                kept.append(line)
-        atomic_write_text(path, "".join(x + "\n" for x in kept))
-        self._metrics = open(path, "a", encoding="utf-8")
-        return len(kept)
+        kept = _keep_steps(self.dir / "metrics.jsonl", last_step)
+        _keep_steps(self.dir / COMPLETIONS, last_step)
+        self._metrics = open(self.dir / "metrics.jsonl", "a", encoding="utf-8")
+        return kept
 
     def metrics(self, row: dict[str, Any]) -> None:
         self._metrics.write(json.dumps({k: _clean(v) for k, v in row.items()}, ensure_ascii=False) + "\n")
@@ -73,6 +85,16 @@ class RunLog:
         """An eval table (e.g. tag "before" / "after") to the trackers as scalars eval/<tag>/…, at `step`
         or the table's policy_version. eval.json stays the caller's, through `write_json`."""
         self.trackers.eval(tag, table, step)
+
+    def completions(self, step: int, records: list[dict[str, Any]]) -> None:
+        """A sample of a training step's completions (dicts with prompt, completion, reward, scores):
+        one line each in completions_train.jsonl, and a text / table in the trackers."""
+        if not records:
+            return
+        with open(self.dir / COMPLETIONS, "a", encoding="utf-8") as f:
+            f.write("".join(json.dumps({"step": step, **r}, ensure_ascii=False, default=str) + "\n"
+                            for r in records))
+        self.trackers.completions(step, records)
 
     def event(self, kind: str, **fields: Any) -> None:
         self._events.write(json.dumps({"event": kind, **fields}, ensure_ascii=False) + "\n")

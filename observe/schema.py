@@ -141,6 +141,19 @@ def lookup(key: str) -> Metric:
     raise KeyError(f"metric {key!r} is not in observe/schema.py")
 
 
+MEASURED = ("time", "memory")
+"""Families the machine measures (seconds, resident memory) rather than the run computes."""
+
+
+def reproducible(row: dict) -> dict:
+    """`row` without its measured keys: what two runs of one config on one machine agree on bit for bit.
+
+    >>> reproducible({"step": 3, "time/learn": 1.5, "memory/learner": 0.7, "reward_mean": 0.25})
+    {'step': 3, 'reward_mean': 0.25}
+    """
+    return {k: v for k, v in row.items() if k.partition("/")[0] not in MEASURED or "/" not in k}
+
+
 def merge_ranks(per_rank: list[dict[str, float]]) -> dict[str, float]:
     """One row from every learner rank's metrics, each key merged as the schema says."""
     out: dict[str, float] = {}

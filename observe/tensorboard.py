@@ -42,6 +42,34 @@ def eval_scalars(tag: str, table: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def completions_markdown(records: list[dict[str, Any]], width: int = 400) -> str:
+    """Completions as a Markdown table: group, reward, the last prompt message and the completion.
+
+    >>> print(completions_markdown([{"group": "a", "reward": 1.0, "prompt": "2+2?", "completion": "4|x"}]))
+    | group | reward | prompt | completion |
+    |---|---|---|---|
+    | a | 1 | 2+2? | 4\\|x |
+    """
+    def cell(v: Any) -> str:
+        text = str(v if v is not None else "")
+        return text.replace("\n", " ⏎ ").replace("|", "\\|")[:width]
+
+    lines = ["| group | reward | prompt | completion |", "|---|---|---|---|"]
+    for r in records:
+        reward = r.get("reward")
+        shown = f"{reward:g}" if isinstance(reward, int | float) else ""
+        lines.append(f"| {cell(r.get('group'))} | {shown} | {cell(last_message(r.get('prompt')))} | "
+                     f"{cell(r.get('completion'))} |")
+    return "\n".join(lines)
+
+
+def last_message(prompt: Any) -> str:
+    """A prompt's last message's text (a chat prompt), or the prompt itself."""
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
+        return str(prompt[-1].get("content", ""))
+    return "" if prompt is None else str(prompt)
+
+
 class TensorBoardLog:
     """Scalars into `log_dir` (created). Not thread-safe; one per process that writes metrics.
 
@@ -72,6 +100,13 @@ class TensorBoardLog:
         if step is None:
             step = int(numeric(table.get("policy_version")) or 0)
         self.scalars(eval_scalars(tag, table), step)
+
+    def completions(self, step: int, records: list[dict[str, Any]]) -> None:
+        """A sample of a step's completions as one text summary `completions` (a Markdown table)."""
+        from tensorboard.plugins.text.summary import text_pb
+
+        summary = text_pb("completions", completions_markdown(records))
+        self._writer.add_event(Event(wall_time=time.time(), step=int(step), summary=summary))
 
     def flush(self) -> None:
         self._writer.flush()

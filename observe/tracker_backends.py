@@ -19,7 +19,7 @@ from urllib.parse import urlparse
 
 from configs.tracking import TrackingConfig
 from observe.series import numeric
-from observe.tensorboard import eval_scalars, row_scalars
+from observe.tensorboard import eval_scalars, last_message, row_scalars
 
 if TYPE_CHECKING:  # tracking opens these backends; they only use the state it hands them
     from observe.tracking import TrackingState
@@ -63,6 +63,21 @@ class _SentOnce(ABC):
         self._send(eval_scalars(tag, table), self._eval_at(step))
         self.own["evals"].append(f"{tag}@{step}")
         self.state.save()
+
+    def completions(self, step: int, records: list[dict[str, Any]]) -> None:
+        """A sample of a step's completions as a table, once per step (a resumed run's are not again)."""
+        if step <= self.own.get("completions_step", -1):
+            return
+        self._table(step, {"step": [step] * len(records), "group": [str(r.get("group")) for r in records],
+                           "reward": [r.get("reward") for r in records],
+                           "prompt": [last_message(r.get("prompt")) for r in records],
+                           "completion": [str(r.get("completion")) for r in records]})
+        self.own["completions_step"] = step
+        self.state.save()
+
+    @abstractmethod
+    def _table(self, step: int, columns: dict[str, list]) -> None:
+        """Log a table (column -> values) of `step` in the backend's run."""
 
 
 class MlflowTracker(_SentOnce):
@@ -112,6 +127,10 @@ class MlflowTracker(_SentOnce):
         for i in range(0, len(items), 1000):  # MLflow takes at most 1000 metrics a request
             self.client.log_batch(self.run_id, metrics=items[i:i + 1000])
 
+    def _table(self, step: int, columns: dict[str, list]) -> None:
+        # one JSON table artifact for the run: MLflow appends the rows of each call to it
+        self.client.log_table(self.run_id, data=columns, artifact_file="completions.json")
+
     def close(self) -> None:
         """Nothing to flush; the driver ends the run (`finish_runs`), with the run's outcome."""
 
@@ -136,6 +155,14 @@ class WandbTracker(_SentOnce):
 
     def _send(self, values: dict[str, float], step: int) -> None:
         self.run.log(values, step=step)
+        self.last = max(self.last, step)
+
+    def _table(self, step: int, columns: dict[str, list]) -> None:
+        import wandb
+
+        names = list(columns)
+        table = wandb.Table(columns=names, data=[list(r) for r in zip(*(columns[c] for c in names))])
+        self.run.log({"completions": table}, step=max(step, self.last))
         self.last = max(self.last, step)
 
     def _eval_at(self, step: int) -> int:

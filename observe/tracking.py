@@ -44,6 +44,8 @@ class Tracker(Protocol):
 
     def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None: ...
 
+    def completions(self, step: int, records: list[dict[str, Any]]) -> None: ...
+
     def close(self) -> None: ...
 
 
@@ -67,6 +69,9 @@ class Trackers:
 
     def eval(self, tag: str, table: dict[str, Any], step: int | None = None) -> None:
         self._each("eval", tag, table, step)
+
+    def completions(self, step: int, records: list[dict[str, Any]]) -> None:
+        self._each("completions", step, records)
 
     def close(self) -> None:
         self._each("close")

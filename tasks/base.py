@@ -100,17 +100,19 @@ class Task(ABC):
         return str(row.get(self.group_column, "all"))
 
     def evaluate(self, rows: Sequence[dict], texts: Sequence[str],
-                 completion_ids: Sequence[list[int]] | None = None) -> dict:
+                 completion_ids: Sequence[list[int]] | None = None,
+                 answers: list[dict] | None = None) -> dict:
         """The eval table of greedy answers `texts` to `rows`: `eval_keys` scalars, `per_category`
         (accuracy per `group_column` value) and `n`, all rates in [0, 1]. By default the configured
-        rewards judge them (`tasks.judging`)."""
+        rewards judge them (`tasks.judging`). With `answers`, one dict per answer is appended to it
+        (its scores and the judge's `verdict`): what completions_<tag>.jsonl shows beside the text."""
         from tasks.judging import judged_table
 
         judge = self.judge_name()
         if judge is None:
             raise ConfigError(f"task {self.name!r}: no reward function to judge the eval by")
         return judged_table(rows, texts, completion_ids, self.rewards or [(judge, 1.0)], judge,
-                            self.group_of, self.columns(rows))
+                            self.group_of, self.columns(rows), answers)
 
     def warmup_rows(self, rows: Sequence[dict]) -> list[dict]:
         """Rows whose `solution` is the SFT warm-up target for `prompt`."""
@@ -192,7 +194,7 @@ class Task(ABC):
         return []
 
     def tokenizer_text(self, episodes: bool = False) -> tuple[Callable[[], list[str]], list[str]]:
-        """What a tiny model's tokenizer is built from (`models.tiny.resolve_model`): the text, called only
+        """What a tiny model's tokenizer is built from (`models.resolve.resolve_model`): the text, called only
         when it is built, and the strings that must be single tokens; a run on episodes adds theirs."""
         if episodes:
             return ((lambda: self.corpus() + self.episode_corpus()),

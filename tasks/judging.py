@@ -54,8 +54,10 @@ def reward_values(name: str, prompts: list, texts: Sequence[str], ids: Sequence[
 
 def judged_table(rows: Sequence[dict], texts: Sequence[str], ids: Sequence[list[int]] | None,
                  rewards: Sequence[tuple[str, float]], judge: str, group_of: Any,
-                 columns: dict[str, list]) -> dict:
-    """The eval table (rates in [0, 1]) of `texts` answering `rows`. `group_of(row)` is a row's group."""
+                 columns: dict[str, list], answers: list[dict] | None = None) -> dict:
+    """The eval table (rates in [0, 1]) of `texts` answering `rows`. `group_of(row)` is a row's group.
+    With `answers`, one record per answer is appended to it: each reward's score (None: not applicable),
+    the weighted total and the judge's verdict."""
     prompts = [r["prompt"] for r in rows]
     names = list(dict.fromkeys([*(n for n, _ in rewards), judge]))
     scores: dict[str, list[float | None]] = {}
@@ -69,6 +71,9 @@ def judged_table(rows: Sequence[dict], texts: Sequence[str], ids: Sequence[list[
     by_group: dict[str, list[float]] = defaultdict(list)
     for row, ok in zip(rows, right):
         by_group[group_of(row)].append(ok)
+    if answers is not None:
+        answers += [{"scores": {n: scores[n][i] for n in names}, "total": total[i], "verdict": right[i]}
+                    for i in range(len(texts))]
     table: dict[str, Any] = {
         "accuracy": fmean(right) if right else 0.0,
         "reward_mean": fmean(total) if total else 0.0,

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from actors.driver.checkpoints import CheckpointStore
+from actors.driver.no_signal import NoSignal
 from actors.driver.pipelines import Batch, Sampler, make_pipeline
 from actors.driver.prompts import PromptOrder
 from actors.driver.restarts import RestartBudget
@@ -33,7 +34,7 @@ from actors.driver.roles import Roles
 from actors.driver.run_state import RunState
 from actors.driver.setup_steps import difficulty_keep, run_warmup
 from actors.driver.stalls import Stalls
-from actors.driver.step_data import judge_matrix, rollout_stats, train_batch
+from actors.driver.step_data import completion_sample, judge_matrix, rollout_stats, train_batch
 from actors.driver.workloads import workload_for
 from actors.errors import RoleFailure, root_cause
 from actors.generation import Generation
@@ -46,9 +47,10 @@ from cluster.actor_group import PlacementTimeout
 from cluster.backend import Backend, RayBackend
 from cluster.runtime import redacted, role_env
 from configs.root import Config
+from contracts.identity import peak_rss
 from contracts.types import ScoreResult
 from learner.learner import Learner
-from models.tiny import resolve_model
+from models.resolve import resolve_model
 from models.tokenizers import load_tokenizer
 from observe.ray_metrics import RayMetrics
 from observe.run_log import RunLog
@@ -77,6 +79,7 @@ class Coordinator(RunState):
         self.budget = RestartBudget(cfg.train.max_restarts, cfg.train.restart_window)
         self.skipped_in_a_row = 0  # updates skipped for a non-finite loss or gradient
         self.stalls = Stalls()  # steps in a row whose rewards all failed, or that updated nothing
+        self.no_signal = NoSignal(cfg.train.no_signal_steps)  # first steps whose rewards never differ
         self.kept_rows: list[int] | None = None  # training rows the difficulty filter kept
         self.eval_tables: dict[str, dict] = {}
         self.info: dict[str, Any] = {"run_dir": str(Path(run_dir).resolve())}
@@ -189,13 +192,29 @@ class Coordinator(RunState):
                  "step": time.perf_counter() - t0}
         row = {"step": self.step, "policy_version": self.version, **done.row,
                "reward_failures": scored.failures, **out.metrics, **stats, **(done.learn or {}),
-               **{f"time/{k}": v for k, v in times.items()}}
+               **memory_row(batch.gen), **{f"time/{k}": v for k, v in times.items()}}
         self._record(row)
-        self._watch(scored, out, done.learn)  # after the row: a stopped run's last row says what happened
+        self._log_completions(batch, scored)
+        self._watch(scored, out, done.learn, batch.gen)  # after the row: a stopped run's last row says why
         return row
 
-    def _watch(self, scored: ScoreResult, out: StepResult, learn: dict | None) -> None:
-        """Stop a run that cannot learn: every reward failed, or nothing updated, too many steps in a row."""
+    def _log_completions(self, batch: Batch, scored: ScoreResult) -> None:
+        """Every `train.log_completions_every` steps a few of the step's completions, with their scores,
+        to completions_train.jsonl and the trackers (TRL's log_completions)."""
+        t = self.cfg.train
+        if t.log_completions_every and self.step % t.log_completions_every == 0:
+            self.run.completions(self.step, completion_sample(
+                batch.rows, batch.gen, scored, t.log_completions, self.task.group_column))
+
+    def _watch(self, scored: ScoreResult, out: StepResult, learn: dict | None, gen: Generation) -> None:
+        """Say when the first steps' rewards never differ (stop, with `train.stop_if_no_signal`); stop a
+        run that cannot learn: every reward failed, or nothing updated, too many steps in a row."""
+        if warning := self.no_signal.observe(self.step, scored.breakdowns, [s.text for s in gen.samples],
+                                             scored.failed):
+            log.warning("step %d: %s", self.step, warning)
+            self.run.event("no_signal", step=self.step, message=warning, **self.no_signal.fields())
+            if self.cfg.train.stop_if_no_signal:
+                raise self._stop(f"{warning} (train.stop_if_no_signal)")
         why = self.stalls.observe_step(scored, out.metrics.get("advantage_abs_mean", 1.0), learn,
                                        self.cfg.algorithm.loss.kl_coef)
         if why:
@@ -322,6 +341,15 @@ class Coordinator(RunState):
         self.pipeline.stop()
         self.roles.shutdown()
         self.run.close()
+
+
+def memory_row(gen: Generation) -> dict[str, float]:
+    """Peak resident memory (GB) of the coordinator and of the workers that sampled `gen` (the learner's
+    comes with its update's metrics): what the memory plan (models.memory) is checked against."""
+    row = {"memory/coordinator": peak_rss() / 2**30}
+    if gen.peak_rss:
+        row["memory/rollout"] = gen.peak_rss / 2**30
+    return row
 
 
 def _timed(fn: Any, *args: Any) -> tuple[Any, float]:

@@ -28,7 +28,8 @@ class RunState:
         return {"step": self.step, "policy_version": self.version, "prompts": self.prompts.state_dict(),
                 "ngrpo_switch": self.switch.state_dict(), "eval_tables": dict(self.eval_tables),
                 "kept_rows": self.kept_rows, "skipped_in_a_row": self.skipped_in_a_row,
-                "stalls": self.stalls.state_dict(), "pipeline": self.pipeline.state_dict()}
+                "stalls": self.stalls.state_dict(),
+                "no_signal": self.no_signal.state_dict(), "pipeline": self.pipeline.state_dict()}
 
     def checkpoint(self, state: dict | None = None) -> Path:
         """An atomic, complete checkpoint of the state after the current step (or of `state`, with the
@@ -62,6 +63,7 @@ class RunState:
         self.switch.load_state_dict(state["ngrpo_switch"])
         self.eval_tables, self.skipped_in_a_row = state["eval_tables"], state["skipped_in_a_row"]
         self.stalls.load_state_dict(state.get("stalls"))  # (a checkpoint from before it has none)
+        self.no_signal.load_state_dict(state.get("no_signal"))
         self.pipeline.load_state_dict(state["pipeline"] if "pipeline" in state else state.get("next"))
         kept = self.run.truncate_metrics(self.step)
         if version > 0:

@@ -35,6 +35,23 @@ def rollout_stats(values: list[str], gen: Generation, scored: ScoreResult, corre
     )
 
 
+def completion_sample(rows: list[dict], gen: Generation, scored: ScoreResult, k: int,
+                      group_column: str) -> list[dict]:
+    """The first completion of each of the first `k` groups of a step, with its reward and breakdown:
+    the small sample of what the model says that a run logs every few steps."""
+    out, start = [], 0
+    for row, group in zip(rows, gen.groups):
+        if len(out) >= k:
+            break
+        if group:
+            s = group[0]
+            out.append({"group": str(row.get(group_column, "all")), "prompt": row.get("prompt"),
+                        "completion": s.text, "reward": scored.rewards[start],
+                        "scores": dict(scored.breakdowns[start]), "truncated": s.truncated})
+        start += len(group)
+    return out
+
+
 def train_batch(gen: Generation, out: StepResult, version: int) -> TrainBatch:
     """The samples the update learns from, flattened group by group (failed rewards and dropped groups
     are left out); every sample carries its prompt, its loss mask (an episode's) and its lag behind the

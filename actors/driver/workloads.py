@@ -9,6 +9,7 @@ only episodes have, the warm-up's examples, the probe every push is checked with
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from typing import Any
@@ -74,14 +75,26 @@ class Completions:
         return probe_sequence(self.task, tokenizer, rows)
 
     def tokenizer_text(self) -> tuple[Callable[[], list[str]], list[str]]:
-        """What a tiny model's tokenizer is built from (`models.tiny.resolve_model`)."""
+        """What a tiny model's tokenizer is built from (`models.resolve.resolve_model`)."""
         return self.task.tokenizer_text(episodes=self.episodes)
 
     def eval_table(self, sample: Sampler, tokenizer: Any, rows: list[dict], temperature: float,
                    tag: str, write: Writer | None = None) -> dict:
-        """The task's eval table of one answer per held-out row (greedy at temperature 0)."""
+        """The task's eval table of one answer per held-out row (greedy at temperature 0); with `write`,
+        every answer is kept in completions_<tag>.jsonl with its scores and the judge's verdict."""
         gen = sample(self.items(tokenizer, rows), n=1, temperature=temperature, seed=0)
-        return self.task.evaluate(rows, [g[0].text for g in gen.groups], [g[0].token_ids for g in gen.groups])
+        texts, ids = [g[0].text for g in gen.groups], [g[0].token_ids for g in gen.groups]
+        answers: list[dict] = []
+        # A user's task may override evaluate without the `answers` argument: its file then has no scores.
+        keeps = "answers" in inspect.signature(self.task.evaluate).parameters
+        table = self.task.evaluate(rows, texts, ids, **({"answers": answers} if keeps else {}))
+        if write is not None:
+            lines = [json.dumps({"row": i, "group": self.task.group_of(r), "prompt": r["prompt"],
+                                 "completion": g[0].text, "truncated": g[0].truncated,
+                                 **(answers[i] if i < len(answers) else {})}, ensure_ascii=False, default=str)
+                     for i, (r, g) in enumerate(zip(rows, gen.groups, strict=True))]
+            write(f"completions_{tag}.jsonl", "".join(x + "\n" for x in lines))
+        return table
 
 
 # Score keys that count, not rate: metrics of their own (episode_metrics), not reward parts.

@@ -104,11 +104,14 @@ class FundAssistantTask(Task):
         return render_prompt(tokenizer, row["prompt"], self.options.system_prompt)
 
     def evaluate(self, rows: Sequence[dict], texts: Sequence[str],
-                 completion_ids: Sequence[list[int]] | None = None) -> dict:
+                 completion_ids: Sequence[list[int]] | None = None,
+                 answers: list[dict] | None = None) -> dict:
         """Average ground-truth score, tool accuracy, reasoning score (GT's reasoning part as a fraction
-        of its maximum) and tool accuracy per category."""
+        of its maximum) and tool accuracy per category; with `answers`, each answer's GT breakdown."""
         columns = {k: [r.get(k) for r in rows] for k in ("solution", "category", "request")}
         parts = MultistepGTReward().breakdown([r["prompt"] for r in rows], list(texts), **columns)
+        if answers is not None:
+            answers += [{"scores": dict(b), "verdict": b[self.correct_key]} for b in parts]
         by_cat: dict[str, list[float]] = defaultdict(list)
         for row, b in zip(rows, parts):
             by_cat[row["category"]].append(b[self.correct_key])

@@ -30,6 +30,9 @@ MODULES = [
     "tasks.files",
     "actors.driver.stalls",
     "configs.loader",
+    "actors.driver.no_signal",
+    "observe.completions_view",
+    "rewards.answer_format",
 ]
 
 

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import psutil
 
+from observe.schema import reproducible
+
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 6
 ROLES = ("rollout", "learner", "reward")
@@ -138,7 +140,7 @@ def same_rows(a: list[dict], b: list[dict]) -> None:
     """Equal metrics rows, value for value, the phase times aside."""
     assert [r["step"] for r in a] == [r["step"] for r in b], ([r["step"] for r in a], [r["step"] for r in b])
     for x, y in zip(a, b):
-        drop = lambda r: {k: v for k, v in r.items() if not k.startswith("time/")}  # noqa: E731
+        drop = reproducible
         assert drop(x) == drop(y), f"step {x['step']} differs"
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from actors.driver.coordinator import Coordinator
 from configs.loader import load_config
-from observe.schema import lookup
+from observe.schema import lookup, reproducible
 
 pytestmark = [pytest.mark.ray, pytest.mark.vllm, pytest.mark.deepspeed]
 
@@ -129,5 +129,5 @@ def test_streamed_pipeline_is_reproducible(streamed):
     aside)."""
     first, parent = streamed
     second = _streamed_run(parent, "b")
-    drop = lambda r: {k: v for k, v in r.items() if not k.startswith("time/")}  # noqa: E731
+    drop = reproducible
     assert [drop(r) for r in first] == [drop(r) for r in second]

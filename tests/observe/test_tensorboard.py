@@ -89,3 +89,24 @@ def test_scalar_selection():
     assert row_scalars(row) == {"a": 1.0, "b": 0.0}
     assert eval_scalars("before", {"per_category": {"x": None, "y": 1}, "seconds": 2.5}) == {
         "eval/before/seconds": 2.5, "eval/before/per_category/y": 1.0}
+
+
+def test_a_sample_of_completions_is_a_text_summary_and_a_jsonl_line_each(tmp_path):
+    log = RunLog(tmp_path)
+    prompt = [{"role": "user", "content": "2+2?"}]
+    sample = [{"group": "g", "prompt": prompt, "completion": "<answer>4</answer>",
+               "reward": 1.0, "scores": {"answer_format": 1.0}}]
+    log.completions(5, sample)
+    log.completions(10, [{**sample[0], "completion": "four", "reward": 0.0}])
+    log.close()
+    acc = EventAccumulator(str(tmp_path / "tensorboard"))
+    acc.Reload()
+    texts = {e.step: e.tensor_proto.string_val[0].decode() for e in acc.Tensors("completions")}
+    assert set(texts) == {5, 10} and "<answer>4</answer>" in texts[5] and "| four |" in texts[10]
+    lines = [json.loads(x) for x in (tmp_path / "completions_train.jsonl").read_text().splitlines()]
+    assert [(x["step"], x["completion"]) for x in lines] == [(5, "<answer>4</answer>"), (10, "four")]
+    # a run that goes back to step 5 writes step 10 again: the later line goes, never twice
+    log = RunLog(tmp_path)
+    log.truncate_metrics(5)
+    log.close()
+    assert len((tmp_path / "completions_train.jsonl").read_text().splitlines()) == 1

@@ -118,11 +118,18 @@ def _open(cfg, run_dir: Path) -> RunLog:
     return RunLog(run_dir, trackers=open_trackers(cfg.tracking, run_dir, cfg.model_dump(mode="json")))
 
 
+# A training step's sample of completions (RunLog.completions, every other step here)
+SAMPLE = [{"group": "combo", "prompt": [{"role": "user", "content": "buy 2 and check"}],
+           "completion": '{"thought": "t"}', "reward": 0.5, "scores": {"gt": 0.5}}]
+
+
 def _train(log: RunLog, steps, before: bool = True, after: bool = True) -> None:
     if before:
         log.eval("before", EVAL["before"])
     for s in steps:
         log.metrics(metrics_row(s))
+        if s % 2 == 0:
+            log.completions(s, SAMPLE)
     if after:
         log.eval("after", EVAL["after"])
 
@@ -173,6 +180,9 @@ def _check_mlflow(uri: str, run_dir: Path, run_id: str, tmp_path: Path) -> None:
                for key in ("eval/before/tool_accuracy", "eval/after/per_category/combo")}
     assert history == {"eval/before/tool_accuracy": [(0, pytest.approx(0.40))],
                        "eval/after/per_category/combo": [(12, 0.75)]}
+    table = json.loads(Path(client.download_artifacts(run_id, "completions.json", str(tmp_path))).read_text())
+    rows = [dict(zip(table["columns"], r)) for r in table["data"]]
+    assert [r["step"] for r in rows] == [2, 4, 6, 8, 10, 12] and rows[0]["prompt"] == "buy 2 and check"
     tags = run.data.tags
     assert tags["run_name"] == "run-a" and tags["config"] == "tiny-cpu"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
@@ -301,6 +311,8 @@ def test_wandb_offline_run_and_its_resume(offline, tmp_path):
     for key in KEYS:
         assert steps[key] == [1, 2, 3, 4, 5, 6], (key, steps, sessions)
     assert steps["eval/before/tool_accuracy"] == [0] and steps["eval/after/tool_accuracy"] == [6]
+    # a table each, none twice after the resume (W&B records a table by its summary keys)
+    assert steps["completions/nrows"] == [2, 4, 6]
     assert "weights_fingerprint" not in steps and "kl_ref" not in steps
     runs = [r.run for r in records if r.WhichOneof("record_type") == "run"]
     assert {r.run_id for r in runs} == {run_id} and {r.project for r in runs} == {"ngrpo-test"}
