@@ -26,6 +26,7 @@ from actors.worker.gateway.render import Refused
 from actors.worker.vllm_tap import TapError
 from cluster.actor_group import PlacementTimeout, creation_error
 from configs.loader import ConfigError
+from models.packaged import ModelMissing
 from observe.compare import CompareError
 from rewards.contract import RewardContractError
 from rewards.registry import RewardNotFoundError
@@ -57,6 +58,7 @@ CASES = {
     PlacementTimeout: lambda: PlacementTimeout("rollout: a lost node's bundles could not be placed again "
                                                "within 300s (cluster.node_wait_s; placement group "
                                                "RESCHEDULING)"),
+    ModelMissing: lambda: ModelMissing("smollm2-135m-instruct is not installed: run `make real-model`"),
 }
 PACKAGES = ("configs", "cluster", "actors", "learner", "rewards", "tasks", "bench", "models", "observe",
             "algo", "contracts")
