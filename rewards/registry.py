@@ -29,6 +29,8 @@ BUILTINS: dict[str, str] = {
     "multistep_gt": "tasks.fund_assistant.rewards:gt_reward",
     # reasoning-gym's datasets, each scored by its own score_answer (docs/your_task.md#reasoning-gym)
     "reasoning_gym": "tasks.reasoning_gym:score",
+    # an answer that ends with one closed <answer></answer> tag (rewards/answer_format.py)
+    "answer_format": "rewards.answer_format:answer_format",
 }
 _REGISTRY: dict[str, Any] = {}
 
