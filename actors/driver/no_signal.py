@@ -1,6 +1,6 @@
-"""Whether a run's rewards can teach anything: the first `train.no_signal_steps` steps in which every
-completion got the same score from every reward (so every group has zero spread and every advantage is
-0). That is a reward the model never earns (a format it never writes, a tag it never closes), not bad
+"""Whether a run's rewards can teach anything at all. In the first `train.no_signal_steps` steps, every
+completion getting the same score from every reward means every group has zero spread and every advantage
+is 0. That is a reward the model never earns (a format it never writes, a tag it never closes), not bad
 luck; the run says so once, with the reward's value and one completion, instead of running on silently.
 
     >>> w = NoSignal(steps=2)
