@@ -2,7 +2,7 @@
 config, and the learner's micro-batch token budget.
 
 Pure arithmetic over a `ModelShape` (read from the model folder's config.json). The constants were
-measured on this project's CPU stack (docs/memory.md): a LoRA forward+backward in fp32 holds about
+measured on this project's CPU stack (docs/real_model.md#memory): a LoRA forward+backward in fp32 holds about
 `1.25 x layers x (4 x ffn + 12 x hidden) x 4 bytes` per token of a micro-batch (saved activations plus
 the backward pass's transient buffers, with `MALLOC_MMAP_THRESHOLD_` set so that freed tensors go back to
 the system; without it glibc kept twice that), and each process pays a fixed runtime overhead.
