@@ -12,24 +12,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from observe.runs import read_jsonl
 from observe.tensorboard import last_message
-
-
-def read_completions(path: Path) -> list[dict[str, Any]]:
-    """The records of one completions file (lines that do not parse are skipped)."""
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines() if path.exists() else []:
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
 
 
 def _one_line(text: Any, width: int = 240) -> str:
@@ -57,8 +44,8 @@ def completions_section(run_dir: Path, tags: list[str], k: int = 3) -> list[str]
     if not have:
         return ["No eval completions were written (completions_<tag>.jsonl)."]
     first, last = have[0], have[-1]
-    a = read_completions(run_dir / f"completions_{first}.jsonl")
-    b = read_completions(run_dir / f"completions_{last}.jsonl")
+    a = read_jsonl(run_dir / f"completions_{first}.jsonl")
+    b = read_jsonl(run_dir / f"completions_{last}.jsonl")
     head = (f"The first {min(k, len(a))} held-out rows (the judge's verdict in brackets); every answer is in "
             "completions_<tag>.jsonl.")
     return [head, "", *side_by_side(first, a, last, b if last != first else [], k)]

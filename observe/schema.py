@@ -151,7 +151,7 @@ def reproducible(row: dict) -> dict:
     >>> reproducible({"step": 3, "time/learn": 1.5, "memory/learner": 0.7, "reward_mean": 0.25})
     {'step': 3, 'reward_mean': 0.25}
     """
-    return {k: v for k, v in row.items() if k.partition("/")[0] not in MEASURED or "/" not in k}
+    return {k: v for k, v in row.items() if not ("/" in k and k.split("/", 1)[0] in MEASURED)}
 
 
 def merge_ranks(per_rank: list[dict[str, float]]) -> dict[str, float]:
