@@ -38,7 +38,8 @@ run: install
 test: install
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
 
-test-all: install test-programs
+# The whole suite includes a real-model run (tests/integration/test_real_model_run.py): it gets the model.
+test-all: install test-programs real-model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # What tests need beyond pip: Debian's `prometheus` (tests/observe/test_prometheus.py), installed when
