@@ -61,21 +61,21 @@ def test_max_model_len_beyond_the_tiny_models_context_is_refused():
 
 
 def test_max_model_len_beyond_a_named_models_context_is_a_preflight_problem(tmp_path):
-    from actors.driver.preflight import _model_context
+    from actors.driver.preflight_model import context_problems
     from models.resolve import ModelPaths
 
     paths = ModelPaths(tmp_path, tmp_path)
     cfg = load_config("tiny-cpu", [f"model.name={tmp_path}", "rollout.max_model_len=1024"])
-    assert _model_context(cfg, paths) == []  # no config.json: left to vLLM
+    assert context_problems(cfg, paths) == []  # no config.json: left to vLLM
     (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 512}))
-    [line] = _model_context(cfg, paths)
+    [line] = context_problems(cfg, paths)
     assert "rollout.max_model_len (1024)" in line and "512" in line
     (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 1024}))
-    assert _model_context(cfg, paths) == []
+    assert context_problems(cfg, paths) == []
     (tmp_path / "config.json").write_text(json.dumps({"max_position_embeddings": 512,
                                                       "rope_scaling": {"type": "yarn", "factor": 4.0}}))
-    assert _model_context(cfg, paths) == []  # rope scaling extends the context: vLLM decides
-    assert _model_context(cfg, ModelPaths(tmp_path / "absent", tmp_path)) == []
+    assert context_problems(cfg, paths) == []  # rope scaling extends the context: vLLM decides
+    assert context_problems(cfg, ModelPaths(tmp_path / "absent", tmp_path)) == []
 
 
 # d. One step's samples are bounded (1e9 prompts used to run out of memory).

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from actors.driver.preflight import _model, memory_problems
+from actors.driver.preflight_model import memory_problems, model_problems
 from configs.loader import load_config
 from configs.model import ModelSource
 from models import packaged
@@ -35,7 +35,7 @@ def test_a_packaged_model_not_installed_is_refused_with_its_install_command(tmp_
     monkeypatch.setitem(packaged.PACKAGED, "smollm2-135m-instruct", spec)
     monkeypatch.setattr(packaged, "folder", lambda s: tmp_path / "not-converted")
     cfg = load_config("smollm2-cpu-reasoning")
-    paths, problems = _model(cfg, load_task(cfg.task, cfg.reward.functions))
+    paths, problems = model_problems(cfg, load_task(cfg.task, cfg.reward.functions))
     assert paths is None and len(problems) == 1
     assert "no-such-wheel-xyz is not installed" in problems[0] and "make real-model" in problems[0]
 
