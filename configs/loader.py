@@ -1,4 +1,4 @@
-"""Load a YAML preset, apply `--set section.key=value` overrides, validate, explain errors.
+"""Load a YAML preset, apply `--set section.key=value` overrides, validate (errors: configs/errors.py).
 
 Errors are `ConfigError`s with a message a user can act on (the key, the file, what is allowed);
 `train.py` prints them without a traceback. The values under `cluster.env_vars` are secrets (tokens go
@@ -9,24 +9,20 @@ mapping given to `--set`).
 from __future__ import annotations
 
 import re
-import typing
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from configs.env import env_section
+from configs.errors import REDACTED, SECRET_SECTION, ConfigError, explain, is_secret
 from configs.root import Config
 
 PRESETS_DIR = Path(__file__).resolve().parent
 # Sections with one variant per `kind` (configs/pipeline.py, configs/env.py): a base and an overlay of
 # different kinds do not merge key by key, the overlay replaces the section.
 KIND_SECTIONS = ("pipeline", "env")
-
-
-class ConfigError(ValueError):
-    """A config that cannot be used; the message says why and where."""
 
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -96,20 +92,10 @@ def resolve_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {path} (presets in configs/: {presets})")
 
 
-SECRET_SECTION = ("cluster", "env_vars")
-REDACTED = "<redacted>"
-
-
-def _is_secret(parts: list[str] | tuple) -> bool:
-    """True for a key whose value is, or holds, `cluster.env_vars` values."""
-    n = min(len(parts), len(SECRET_SECTION))
-    return tuple(str(p) for p in parts[:n]) == SECRET_SECTION[:n]
-
-
 def shown(item: str) -> str:
     """A `--set` item as it may be echoed: the value of a secret key replaced."""
     key, sep, _ = item.partition("=")
-    return f"{key}={REDACTED}" if sep and _is_secret([p for p in key.strip().split(".") if p]) else item
+    return f"{key}={REDACTED}" if sep and is_secret([p for p in key.strip().split(".") if p]) else item
 
 
 def _yaml_problem(e: yaml.YAMLError) -> str:
@@ -132,7 +118,7 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     if not parts:
         raise ConfigError(f"--set {shown(item)!r}: empty key")
     quoted = len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\""
-    if len(parts) == len(SECRET_SECTION) + 1 and _is_secret(parts) and not quoted:
+    if len(parts) == len(SECRET_SECTION) + 1 and is_secret(parts) and not quoted:
         return parts, raw
     try:
         value = yaml.load(raw, Loader=_Loader) if raw.strip() else ""
@@ -159,84 +145,6 @@ def _apply(data: dict, parts: list[str], value: Any, origin: str) -> None:
         node["kind"] = value
     else:
         node[last] = value
-
-
-def _submodel(ann: Any) -> type[BaseModel] | None:
-    """The model class in an annotation: `Model`, `list[Model]`, `Model | None`, ..."""
-    if isinstance(ann, type) and issubclass(ann, BaseModel):
-        return ann
-    for arg in typing.get_args(ann):
-        found = _submodel(arg)
-        if found is not None:
-            return found
-    return None
-
-
-def _variants(ann: Any) -> dict[str, type[BaseModel]]:
-    """The models of a section with one variant per kind (`train.pipeline`, `env`), by kind."""
-    out = {}
-    for arg in typing.get_args(ann):
-        if isinstance(arg, type) and issubclass(arg, BaseModel) and "kind" in arg.model_fields:
-            out[arg.model_fields["kind"].default] = arg
-        else:
-            out.update(_variants(arg))
-    return out
-
-
-def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
-    """Field names of the (sub)model at `loc`, to list alongside an unknown-key error."""
-    parts = list(loc[:-1])
-    while parts:
-        part = parts.pop(0)
-        if isinstance(part, int):  # an index into a list: stay on the list's item model
-            continue
-        field = model.model_fields.get(str(part))
-        kinds = _variants(field.annotation) if field else {}
-        if kinds and parts and parts[0] in kinds:  # the kind the section was read as
-            model = kinds[parts.pop(0)]
-            continue
-        sub = _submodel(field.annotation) if field else None
-        if sub is None:
-            return []
-        model = sub
-    return sorted(model.model_fields)
-
-
-def _shown_loc(model: type[BaseModel], loc: tuple) -> tuple[list, str]:
-    """`loc` without the kind a section with variants was read as, and that kind ('' if none)."""
-    out, kind = [], ""
-    for i, part in enumerate(loc):
-        field = model.model_fields.get(str(part)) if isinstance(part, str) else None
-        out.append(part)
-        if field is not None and i + 1 < len(loc) and loc[i + 1] in _variants(field.annotation):
-            kind = str(loc[i + 1])
-            return out + list(loc[i + 2:]), kind
-        sub = _submodel(field.annotation) if field else None
-        if sub is not None:
-            model = sub
-    return out, kind
-
-
-def explain(err: ValidationError, origin: str, prefix: str = "", model: type[BaseModel] | None = None) -> str:
-    """One line per error of `err`, each naming its key (under `prefix`) and what is allowed."""
-    model = model or Config
-    lines = [f"invalid config ({origin}):"]
-    for e in err.errors():
-        loc = tuple(e["loc"])
-        shown, kind = _shown_loc(model, loc)
-        key = ".".join(str(x) for x in (prefix.split(".") if prefix else []) + shown) or "(root)"
-        if e["type"] == "extra_forbidden":
-            allowed = ", ".join(_allowed_keys(model, loc))
-            here = f"kind {kind}" if kind else "here"
-            lines.append(f"  {key}: unknown key (allowed for {here}: {allowed})")
-        else:
-            msg = e["msg"]
-            if e["type"] == "value_error":  # raised by a validator: its own message says it all
-                msg = msg.removeprefix("Value error, ")
-            got = e.get("input")
-            got_s = "" if isinstance(got, dict) or _is_secret(loc) else f" (got {got!r})"
-            lines.append(f"  {msg}" if not loc else f"  {key}: {msg}{got_s}")
-    return "\n".join(lines)
 
 
 def _read(file: Path) -> dict:
