@@ -88,7 +88,8 @@ def completion_scores(model: torch.nn.Module, packed: Packed, lm_head: torch.nn.
     # Completion token k of row i sits at starts[i]+k, predicted by position starts[i]+k-1.
     picked = hidden[rows, packed.starts[rows] - 1 + cols]  # (N, H)
     targets = packed.completion_ids[rows, cols]  # (N,)
-    vocab = lm_head.weight.shape[0]
+    # Under ZeRO-3 a rank holds only a partition: the weight's own shape is (0,), its full one `ds_shape`.
+    vocab = getattr(lm_head.weight, "ds_shape", lm_head.weight.shape)[0]
     step = max(1, chunk_bytes // (4 * vocab))
     if picked.shape[0] <= step:
         tok_lp, tok_ent = _head_scores(picked, lm_head, targets, with_entropy)

@@ -233,7 +233,7 @@ def _task(cfg: Config) -> list[str]:
     paths, problems = model_problems(cfg, task)
     if problems:
         return problems
-    problems = memory_problems(cfg, paths.model_dir)
+    problems = [] if _joined_ray() else memory_problems(cfg, paths.model_dir)
     if cfg.env.enabled:  # episodes start from the environment's messages, cut at env.max_context
         return problems
     return problems + prompt_length_problems(cfg, task, train + held, paths)
@@ -299,3 +299,12 @@ def resource_problems(cfg: Config, total: dict[str, float]) -> list[str]:
                        f"rollout.{key} / learner.{key} / reward.{key}, or add nodes (Ray's CPU count is "
                        "bookkeeping: threads are set by rollout.num_threads and learner.num_threads)")
     return out
+
+
+def _joined_ray() -> bool:
+    """This process is already in a Ray it did not start for the run (a notebook's, a test session's):
+    the run uses that Ray's resources, which are not this machine's to plan."""
+    import ray
+
+    return ray.is_initialized()
+
