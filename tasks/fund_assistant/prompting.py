@@ -7,6 +7,8 @@ that mentions "market" cannot trigger the market-keyword rule.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from tasks.fund_assistant.tools import tool_catalogue
 
 SYSTEM_PROMPTS: dict[str, str] = {
@@ -28,13 +30,18 @@ def system_prompt(name_or_text: str) -> str:
     return SYSTEM_PROMPTS.get(name_or_text, name_or_text)
 
 
-def chat_messages(user_prompt: str, system: str) -> list[dict[str, str]]:
-    """The messages the chat template turns into the model's prompt."""
-    return [{"role": "system", "content": system_prompt(system)}, {"role": "user", "content": user_prompt}]
+def chat_messages(user_prompt: str, system: str,
+                  examples: Sequence[tuple[str, str]] = ()) -> list[dict[str, str]]:
+    """The messages the chat template turns into the model's prompt: the system message, each example
+    as a finished user/assistant exchange, then the request."""
+    messages = [{"role": "system", "content": system_prompt(system)}]
+    for user, assistant in examples:
+        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
+    return messages + [{"role": "user", "content": user_prompt}]
 
 
-def render_prompt(tokenizer, user_prompt: str, system: str) -> str:
+def render_prompt(tokenizer, user_prompt: str, system: str, examples: Sequence[tuple[str, str]] = ()) -> str:
     """The prompt string (with the assistant turn opened) via the tokenizer's chat template."""
     return tokenizer.apply_chat_template(
-        chat_messages(user_prompt, system), tokenize=False, add_generation_prompt=True
+        chat_messages(user_prompt, system, examples), tokenize=False, add_generation_prompt=True
     )

@@ -38,6 +38,13 @@ def _draw(row: dict, flaw: str) -> float:
                          else f"{row['id']}/flaw/{flaw}").random()
 
 
+class Example(Section):
+    """One worked exchange shown to the model before each request (`task.options.examples`)."""
+
+    user: str = Field(min_length=1)
+    assistant: str = Field(min_length=1)
+
+
 class FundAssistantOptions(Section):
     """`task.options` of the fund assistant."""
 
@@ -49,6 +56,11 @@ class FundAssistantOptions(Section):
     """Share of scenarios held out for evaluation (rows are split by scenario, never within one)."""
     system_prompt: str = Field("short", min_length=1)
     """`short` (one line, for the tiny model), `full` (with the tool catalogue) or literal text."""
+    examples: list[Example] = []
+    """Worked exchanges put before each request as earlier chat turns (few-shot prompting, no training):
+    a small instruct model copies the JSON shape from a turn it has seen far more readily than from a
+    description in the system message. Applies to single-turn rows, not to agent episodes; an example
+    whose request is one of the task's rows is refused (it would show that row's answer)."""
     seed_label_bug: bool = False
     """Warm-up targets carry the field report's labelling error (every combo request labelled
     check_balance), so that RL has a realistic flaw to repair. RL rewards always use the true labels."""
@@ -90,18 +102,29 @@ class FundAssistantTask(Task):
     options: FundAssistantOptions
 
     def rows(self) -> tuple[list[dict], list[dict]]:
+        o = self.options
         if self.cfg.train_file:
             held = self.load_rows(self.cfg.eval_file) if self.cfg.eval_file else []
-            return self.load_rows(self.cfg.train_file), held
-        o = self.options
-        return generate(seed=self.cfg.seed, n_single=o.n_single, n_multistep_samples=o.n_multistep_samples,
-                        eval_fraction=o.eval_fraction)
+            train = self.load_rows(self.cfg.train_file)
+        else:
+            train, held = generate(seed=self.cfg.seed, n_single=o.n_single,
+                                   n_multistep_samples=o.n_multistep_samples, eval_fraction=o.eval_fraction)
+        self._refuse_example_rows(train + held)
+        return train, held
+
+    def _refuse_example_rows(self, rows: Sequence[dict]) -> None:
+        shown = {e.user.strip() for e in self.options.examples}
+        clash = sorted(shown & {r["prompt"].strip() for r in rows})
+        if clash:
+            raise ValueError(f"task.options.examples: {clash[0]!r} is one of the task's own requests (its "
+                             "answer would be shown to the model); pick an example request the data lacks")
 
     def load_rows(self, path: str) -> list[dict]:
         return load_jsonl(path)
 
     def render_prompt(self, tokenizer: Any, row: dict) -> str:
-        return render_prompt(tokenizer, row["prompt"], self.options.system_prompt)
+        examples = [(e.user, e.assistant) for e in self.options.examples]
+        return render_prompt(tokenizer, row["prompt"], self.options.system_prompt, examples)
 
     def evaluate(self, rows: Sequence[dict], texts: Sequence[str],
                  completion_ids: Sequence[list[int]] | None = None,
