@@ -147,7 +147,7 @@ def _apply(data: dict, parts: list[str], value: Any, origin: str) -> None:
         node[last] = value
 
 
-def _read(file: Path) -> dict:
+def read_file(file: Path) -> dict:
     """One YAML file's top-level mapping (not yet merged with what it extends)."""
     try:
         # Loading from the open file lets PyYAML name it in error marks (not "<unicode string>").
@@ -213,7 +213,7 @@ def load_data(path: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[dict, lis
     if file in _seen:
         chain = " -> ".join(str(p) for p in (*_seen, file))
         raise ConfigError(f"{file}: `extends` makes a cycle ({chain})")
-    data = _read(file)
+    data = read_file(file)
     parent = data.pop("extends", None)
     if parent is None:
         return data, [file]

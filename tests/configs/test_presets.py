@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from configs.loader import PRESETS_DIR, ConfigError, load_config, resolve_path
+from configs.loader import PRESETS_DIR, ConfigError, load_config, read_file, resolve_path
 from configs.root import Config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ def test_every_preset_loads_and_validates(name):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_files_only_use_known_sections(name):
-    data = yaml.safe_load((PRESETS_DIR / f"{name}.yaml").read_text())
+    data = read_file(PRESETS_DIR / f"{name}.yaml")  # as the loader reads it (`!replace` included)
     assert isinstance(data, dict)
     assert set(data) <= {*Config.model_fields, "extends"}
 
