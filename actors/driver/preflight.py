@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from actors.driver.checkpoints import MARKER, CheckpointStore, step_of, trust_problems
-from actors.driver.preflight_model import memory_problems, model_problems, prompt_length_problems
+from actors.driver.preflight_model import (
+    memory_problems,
+    model_problems,
+    plans_memory,
+    prompt_length_problems,
+)
 from configs.root import Config
 
 # Files of a run that a fresh start replaces (a run that never reached a complete checkpoint).
@@ -233,7 +238,7 @@ def _task(cfg: Config) -> list[str]:
     paths, problems = model_problems(cfg, task)
     if problems:
         return problems
-    problems = [] if _joined_ray() else memory_problems(cfg, paths.model_dir)
+    problems = memory_problems(cfg, paths.model_dir) if plans_memory(cfg) else []
     if cfg.env.enabled:  # episodes start from the environment's messages, cut at env.max_context
         return problems
     return problems + prompt_length_problems(cfg, task, train + held, paths)
@@ -299,12 +304,3 @@ def resource_problems(cfg: Config, total: dict[str, float]) -> list[str]:
                        f"rollout.{key} / learner.{key} / reward.{key}, or add nodes (Ray's CPU count is "
                        "bookkeeping: threads are set by rollout.num_threads and learner.num_threads)")
     return out
-
-
-def _joined_ray() -> bool:
-    """This process is already in a Ray it did not start for the run (a notebook's, a test session's):
-    the run uses that Ray's resources, which are not this machine's to plan."""
-    import ray
-
-    return ray.is_initialized()
-

@@ -14,11 +14,9 @@ from configs.root import Config
 def memory_problems(cfg: Config, model_dir, total: float | None = None) -> list[str]:
     """A run that starts its own Ray on this machine: every role's planned peak memory (models.memory),
     with Ray's own processes and object store, against `total` (this machine's memory, of which 10% is
-    left to the system). A cluster's nodes are not known before the driver attaches: not checked."""
+    left to the system). Whether the run plans at all is `plans_memory`."""
     from models.memory import GB, OVERHEAD, ModelShape, describe, plan
 
-    if cfg.cluster.address or os.environ.get("RAY_ADDRESS"):
-        return []
     shape = ModelShape.of_folder(model_dir)
     if shape is None:
         return []
@@ -34,6 +32,15 @@ def memory_problems(cfg: Config, model_dir, total: float | None = None) -> list[
             f"{total / GB:.1f} GB ({budget / GB:.1f} GB usable): {describe(roles)}, plus Ray and the driver; "
             "lower learner.activation_gb or learner.micro_batch_tokens, rollout.kv_cache_memory_bytes, "
             "rollout.num_workers or learner.world_size"]
+
+
+def plans_memory(cfg: Config) -> bool:
+    """The run starts its own Ray on this machine. A cluster's nodes (`cluster.address`, RAY_ADDRESS)
+    are not known before the driver attaches, nor are those of a Ray this process already joined (a
+    notebook's, a test session's): their memory is not this machine's to plan."""
+    import ray
+
+    return not (cfg.cluster.address or os.environ.get("RAY_ADDRESS") or ray.is_initialized())
 
 
 def model_problems(cfg: Config, task):

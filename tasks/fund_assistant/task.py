@@ -114,6 +114,8 @@ class FundAssistantTask(Task):
 
     def _refuse_example_rows(self, rows: Sequence[dict]) -> None:
         shown = {e.user.strip() for e in self.options.examples}
+        if not shown:
+            return
         clash = sorted(shown & {r["prompt"].strip() for r in rows})
         if clash:
             raise ValueError(f"task.options.examples: {clash[0]!r} is one of the task's own requests (its "
