@@ -29,6 +29,7 @@ from pydantic import Field
 from configs.base import Section
 from configs.loader import ConfigError
 from tasks.base import Task
+from tasks.examples import Example, example_turns, refuse_example_rows
 from tasks.files import DataFileError, column, read_rows
 
 GROUP = "group"  # the group column a dataset without one gets (not passed to rewards)
@@ -55,6 +56,13 @@ class DatasetOptions(Section):
     """The reward (as named in `reward.functions`) whose score is `accuracy`; None: the first."""
     limit: int | None = Field(None, ge=1)
     """Read at most this many training rows (the first ones)."""
+    system_prompt: str | None = None
+    """A system message put before each conversational prompt that has none (a row with its own and
+    this set is refused: which one was meant?)."""
+    examples: list[Example] = []
+    """Worked exchanges put before each conversational prompt as earlier chat turns (few-shot, no
+    training; `tasks/examples.py`). The reward functions still see the row's own prompt. An example
+    whose request is one of the rows' is refused."""
 
 
 class DatasetTask(Task):
@@ -78,13 +86,17 @@ class DatasetTask(Task):
                               "or a folder written by datasets' save_to_disk)")
         train = self.load_rows(self.cfg.train_file, self.options.limit)
         if self.cfg.eval_file:
-            return train, self.load_rows(self.cfg.eval_file)
+            held = self.load_rows(self.cfg.eval_file)
+            refuse_example_rows(self.options.examples, (_request(r["prompt"]) for r in train + held))
+            return train, held
         order = list(range(len(train)))
         random.Random(self.cfg.seed).shuffle(order)
         cut = max(1, round(self.options.eval_fraction * len(train))) if len(train) > 1 else 0
         held = set(order[:cut])
-        return ([r for i, r in enumerate(train) if i not in held],
-                [r for i, r in enumerate(train) if i in held])
+        train, held = ([r for i, r in enumerate(train) if i not in held],
+                       [r for i, r in enumerate(train) if i in held])
+        refuse_example_rows(self.options.examples, (_request(r["prompt"]) for r in train + held))
+        return train, held
 
     def load_rows(self, path: str, limit: int | None = None) -> list[dict]:
         return [self.row(r, path, i) for i, r in enumerate(read_rows(path, limit))]
@@ -112,6 +124,7 @@ class DatasetTask(Task):
         if not (isinstance(prompt, str) or _messages(prompt)):
             raise DataFileError(f"{path}: row {i + 1}: the prompt must be a string or a list of "
                                 f"{{role, content}} messages, got {type(prompt).__name__}")
+        self._check_framing(prompt, path, i)
         if self.group_column == GROUP:
             out.setdefault(GROUP, "all")
         elif self.group_column not in out:
@@ -120,6 +133,30 @@ class DatasetTask(Task):
         else:
             out[self.group_column] = str(out[self.group_column])
         return out
+
+    def _check_framing(self, prompt: Any, path: str, i: int) -> None:
+        o = self.options
+        if not (o.system_prompt or o.examples):
+            return
+        if isinstance(prompt, str):
+            raise DataFileError(f"{path}: row {i + 1}: task.options.system_prompt and examples apply to "
+                                "conversational prompts (lists of messages); this one is a string")
+        if o.system_prompt and prompt[0]["role"] == "system":
+            raise DataFileError(f"{path}: row {i + 1} has its own system message and "
+                                "task.options.system_prompt is set: drop one of them")
+
+    def render_prompt(self, tokenizer: Any, row: dict) -> str:
+        """A conversational prompt framed by the configured system message and examples: the system
+        message first (the row's own or the option's), then the examples, then the row's turns."""
+        prompt = row["prompt"]
+        o = self.options
+        if isinstance(prompt, str) or not (o.system_prompt or o.examples):
+            return super().render_prompt(tokenizer, row)
+        head = [{"role": "system", "content": o.system_prompt}] if o.system_prompt else []
+        if prompt[0]["role"] == "system":
+            head, prompt = [prompt[0]], prompt[1:]
+        messages = head + example_turns(o.examples) + list(prompt)
+        return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def columns(self, rows) -> dict[str, list[Any]]:
         """Every column of the rows but the prompt and TRL's `completion` (as TRL passes them), and not
@@ -142,6 +179,14 @@ class DatasetTask(Task):
 def _messages(prompt: Any) -> bool:
     return (isinstance(prompt, list) and bool(prompt)
             and all(isinstance(m, dict) and "role" in m and "content" in m for m in prompt))
+
+
+def _request(prompt: Any) -> str:
+    """The text of a prompt's last user turn (a standard prompt: itself)."""
+    if isinstance(prompt, str):
+        return prompt
+    users = [m["content"] for m in prompt if m["role"] == "user"]
+    return str(users[-1]) if users else ""
 
 
 def _text(target: Any) -> str:

@@ -18,6 +18,7 @@ from pydantic import Field, field_validator
 from configs.base import Section
 from tasks.base import Task
 from tasks.env import Environment, run_episode
+from tasks.examples import Example, refuse_example_rows
 from tasks.fund_assistant.compact import compact_rows
 from tasks.fund_assistant.data import load_jsonl
 from tasks.fund_assistant.env import FundAccountEnv
@@ -36,13 +37,6 @@ def _draw(row: dict, flaw: str) -> float:
     """A row's fixed draw for a flaw (the first flaw's key kept its old name, so its rows stay the same)."""
     return random.Random(f"{row['id']}/flaw" if flaw == "no_balance_check"
                          else f"{row['id']}/flaw/{flaw}").random()
-
-
-class Example(Section):
-    """One worked exchange shown to the model before each request (`task.options.examples`)."""
-
-    user: str = Field(min_length=1)
-    assistant: str = Field(min_length=1)
 
 
 class FundAssistantOptions(Section):
@@ -109,17 +103,8 @@ class FundAssistantTask(Task):
         else:
             train, held = generate(seed=self.cfg.seed, n_single=o.n_single,
                                    n_multistep_samples=o.n_multistep_samples, eval_fraction=o.eval_fraction)
-        self._refuse_example_rows(train + held)
+        refuse_example_rows(self.options.examples, (r["prompt"] for r in train + held))
         return train, held
-
-    def _refuse_example_rows(self, rows: Sequence[dict]) -> None:
-        shown = {e.user.strip() for e in self.options.examples}
-        if not shown:
-            return
-        clash = sorted(shown & {r["prompt"].strip() for r in rows})
-        if clash:
-            raise ValueError(f"task.options.examples: {clash[0]!r} is one of the task's own requests (its "
-                             "answer would be shown to the model); pick an example request the data lacks")
 
     def load_rows(self, path: str) -> list[dict]:
         return load_jsonl(path)
