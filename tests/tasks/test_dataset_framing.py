@@ -20,12 +20,14 @@ def _rows(path, rows):
 
 
 def _task(path, **options):
-    return load_task(TaskConfig(name="dataset", train_file=str(path), options={"eval_fraction": 0.2, **options}),
+    options = {"eval_fraction": 0.2, **options}
+    return load_task(TaskConfig(name="dataset", train_file=str(path), options=options),
                      [("trl.rewards:think_format_reward", 1.0)])
 
 
 def _chat(content, system=None):
-    return ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": content}]
+    head = [{"role": "system", "content": system}] if system else []
+    return head + [{"role": "user", "content": content}]
 
 
 ROWS = [{"prompt": _chat(f"{a}+1="), "answer": str(a + 1)} for a in range(10)]
@@ -37,7 +39,8 @@ def test_the_system_message_then_the_examples_then_the_row(tmp_path, tiny_tokeni
     text = task.render_prompt(tiny_tokenizer, row)
     assert (text.index("Add.") < text.index(SHOT["user"]) < text.index(SHOT["assistant"])
             < text.rindex(row["prompt"][-1]["content"]))
-    assert row["prompt"] == next(r["prompt"] for r in ROWS if r["answer"] == row["answer"])  # the rewards' view
+    # the rewards still see the row's own prompt
+    assert row["prompt"] == next(r["prompt"] for r in ROWS if r["answer"] == row["answer"])
     plain = _task(_rows(tmp_path / "p.jsonl", ROWS)).render_prompt(tiny_tokenizer, row)
     assert "Add." not in plain and SHOT["user"] not in plain
 
@@ -50,7 +53,7 @@ def test_a_rows_own_system_message_stays_first(tmp_path, tiny_tokenizer):
 
 
 def test_rows_the_framing_cannot_apply_to_are_refused(tmp_path):
-    strings = _rows(tmp_path / "s.jsonl", [{"prompt": "1+1=", "answer": "2"}, {"prompt": "2+2=", "answer": "4"}])
+    strings = _rows(tmp_path / "s.jsonl", [{"prompt": f"{a}+{a}=", "answer": str(2 * a)} for a in (1, 2)])
     with pytest.raises(DataFileError, match="row 1: .*conversational"):
         _task(strings, examples=[SHOT]).rows()
     own = _rows(tmp_path / "o.jsonl", [{**ROWS[0], "prompt": _chat("1+1=", system="x")}, ROWS[1]])
