@@ -84,19 +84,20 @@ class DatasetTask(Task):
         if not self.cfg.train_file:
             raise ConfigError("task dataset: set task.train_file (a .jsonl, .json, .parquet or .csv file, "
                               "or a folder written by datasets' save_to_disk)")
-        train = self.load_rows(self.cfg.train_file, self.options.limit)
-        if self.cfg.eval_file:
-            held = self.load_rows(self.cfg.eval_file)
-            refuse_example_rows(self.options.examples, (_request(r["prompt"]) for r in train + held))
-            return train, held
-        order = list(range(len(train)))
-        random.Random(self.cfg.seed).shuffle(order)
-        cut = max(1, round(self.options.eval_fraction * len(train))) if len(train) > 1 else 0
-        held = set(order[:cut])
-        train, held = ([r for i, r in enumerate(train) if i not in held],
-                       [r for i, r in enumerate(train) if i in held])
+        train, held = self._split(self.load_rows(self.cfg.train_file, self.options.limit))
         refuse_example_rows(self.options.examples, (_request(r["prompt"]) for r in train + held))
         return train, held
+
+    def _split(self, rows: list[dict]) -> tuple[list[dict], list[dict]]:
+        """(training, held-out): the eval file's rows, else `eval_fraction` of these drawn with the seed."""
+        if self.cfg.eval_file:
+            return rows, self.load_rows(self.cfg.eval_file)
+        order = list(range(len(rows)))
+        random.Random(self.cfg.seed).shuffle(order)
+        cut = max(1, round(self.options.eval_fraction * len(rows))) if len(rows) > 1 else 0
+        held = set(order[:cut])
+        return ([r for i, r in enumerate(rows) if i not in held],
+                [r for i, r in enumerate(rows) if i in held])
 
     def load_rows(self, path: str, limit: int | None = None) -> list[dict]:
         return [self.row(r, path, i) for i, r in enumerate(read_rows(path, limit))]
@@ -155,7 +156,7 @@ class DatasetTask(Task):
         head = [{"role": "system", "content": o.system_prompt}] if o.system_prompt else []
         if prompt[0]["role"] == "system":
             head, prompt = [prompt[0]], prompt[1:]
-        messages = head + example_turns(o.examples) + list(prompt)
+        messages = head + example_turns([(e.user, e.assistant) for e in o.examples]) + list(prompt)
         return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def columns(self, rows) -> dict[str, list[Any]]:

@@ -18,11 +18,11 @@ class Example(Section):
     assistant: str = Field(min_length=1)
 
 
-def example_turns(examples: Sequence[Example]) -> list[dict[str, str]]:
-    """The examples as finished user/assistant messages, in order."""
+def example_turns(examples: Sequence[tuple[str, str]]) -> list[dict[str, str]]:
+    """(user, assistant) pairs as finished chat messages, in order."""
     out: list[dict[str, str]] = []
-    for e in examples:
-        out += [{"role": "user", "content": e.user}, {"role": "assistant", "content": e.assistant}]
+    for user, assistant in examples:
+        out += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from tasks.examples import example_turns
 from tasks.fund_assistant.tools import tool_catalogue
 
 SYSTEM_PROMPTS: dict[str, str] = {
@@ -34,10 +35,8 @@ def chat_messages(user_prompt: str, system: str,
                   examples: Sequence[tuple[str, str]] = ()) -> list[dict[str, str]]:
     """The messages the chat template turns into the model's prompt: the system message, each example
     as a finished user/assistant exchange, then the request."""
-    messages = [{"role": "system", "content": system_prompt(system)}]
-    for user, assistant in examples:
-        messages += [{"role": "user", "content": user}, {"role": "assistant", "content": assistant}]
-    return messages + [{"role": "user", "content": user_prompt}]
+    return ([{"role": "system", "content": system_prompt(system)}, *example_turns(examples),
+             {"role": "user", "content": user_prompt}])
 
 
 def render_prompt(tokenizer, user_prompt: str, system: str, examples: Sequence[tuple[str, str]] = ()) -> str:
