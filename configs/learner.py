@@ -35,6 +35,11 @@ class LearnerConfig(Section):
     """Padded tokens (rows x the longest row) per forward/backward, at most: what a micro-batch's
     activations grow with. "auto": what `activation_gb` holds for the model's shape (models.memory);
     None: rows only."""
+    share_prompt: bool = False
+    """Run each prompt once a micro-batch, its key/value cache repeated for the group's completions,
+    instead of once a completion: the same logprobs and gradient (up to float rounding) for the prompt's
+    tokens plus each completion's. Micro-batches then hold one prompt's completions each. Worth it where
+    prompts are long beside completions (few-shot turns, tool schemas)."""
     activation_gb: float = Field(3.0, gt=0, le=1024)
     """"auto" micro-batches: the memory one micro-batch's activations may take on a rank."""
     updates_per_batch: int = Field(1, ge=1, le=16)

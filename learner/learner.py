@@ -37,8 +37,9 @@ from learner.micro_batches import (
     loss_mask,
     pad_rows,
     plan_micro_batches,
+    plan_shared_micro_batches,
 )
-from learner.sequences import completion_scores, output_layer, pack
+from learner.sequences import completion_scores, output_layer, pack, shared_prompt_scores
 from learner.weights import LearnerWeights
 
 log = logging.getLogger(__name__)
@@ -175,11 +176,18 @@ class Learner(LearnerWeights):
     def _forward(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False,
                  with_entropy: bool = False):
         """(packed rows, logprobs (b, T), entropy (b, T) or None) of the completions of `rows`."""
-        packed = pack([batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows],
-                      self.pad_id)
+        prompts, completions = [batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows]
+        packed = pack(prompts, completions, self.pad_id)
+        # One prompt behind several completions (`share_prompt` plans them so): run that prompt once.
+        shared = self.cfg.share_prompt and len(rows) > 1 and all(
+            p == prompts[0] for p in prompts) and any(completions)
         ctx = self.engine.module.disable_adapter() if disable_adapter else nullcontext()
         with ctx:
-            logp, ent = completion_scores(self.engine, packed, output_layer(self.engine), with_entropy)
+            if shared:
+                logp, ent = shared_prompt_scores(self.engine, prompts[0], completions,
+                                                 output_layer(self.engine), with_entropy)
+            else:
+                logp, ent = completion_scores(self.engine, packed, output_layer(self.engine), with_entropy)
         return packed, logp, ent
 
     @torch.no_grad()
@@ -190,8 +198,9 @@ class Learner(LearnerWeights):
         """This rank's micro-batches (`learner.micro_batches.plan_micro_batches`)."""
         if not hasattr(self, "token_cap"):
             self.token_cap = self._token_cap()
-        return plan_micro_batches(batch, self.cfg.micro_batch_size, self.world_size, self.rank,
-                                  skip_zero_advantage=self.algo.loss.kl_coef == 0, max_tokens=self.token_cap)
+        plan = plan_shared_micro_batches if self.cfg.share_prompt else plan_micro_batches
+        return plan(batch, self.cfg.micro_batch_size, self.world_size, self.rank,
+                    skip_zero_advantage=self.algo.loss.kl_coef == 0, max_tokens=self.token_cap)
 
     # ---- the update -------------------------------------------------------------------------------
     def train_step(self, batch: TrainBatch) -> dict[str, float]:

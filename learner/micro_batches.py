@@ -45,6 +45,39 @@ def plan_micro_batches(batch: TrainBatch, micro_batch_size: int, world_size: int
     return mine + [[] for _ in range(count - len(mine))]
 
 
+def plan_shared_micro_batches(batch: TrainBatch, micro_batch_size: int, world_size: int, rank: int,
+                              skip_zero_advantage: bool = True,
+                              max_tokens: int | None = None) -> list[list[int]]:
+    """`plan_micro_batches` for a learner that runs each prompt once (`learner.share_prompt`): every
+    micro-batch holds completions of one prompt, and its tokens are that prompt's plus each completion's
+    (padded to the longest), which is what it then costs.
+
+    >>> b = TrainBatch([[1], [1], [5, 5], [5, 5]], [[2], [2, 2], [3], [3]], [[0.0]] * 4,
+    ...                [1.0, 1.0, -1.0, 0.5])
+    >>> plan_shared_micro_batches(b, 8, 1, 0), plan_shared_micro_batches(b, 8, 1, 0, max_tokens=4)
+    ([[0, 1], [2, 3]], [[0], [1], [2, 3]])
+    >>> plan_shared_micro_batches(b, 8, 2, 0), plan_shared_micro_batches(b, 8, 2, 1)
+    ([[0, 1]], [[2, 3]])
+    """
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for i in range(len(batch.completion_ids)):
+        if not skip_zero_advantage or batch.advantages[i] != 0.0:
+            groups.setdefault(tuple(batch.prompt_ids[i]), []).append(i)
+    chunks: list[list[int]] = []
+    for prompt, rows in groups.items():
+        rows.sort(key=lambda i: (len(batch.completion_ids[i]), i))
+        for i in rows:
+            last = chunks[-1] if chunks and chunks[-1][0] in rows else None
+            cost = len(prompt) + (len(last) + 1 if last else 1) * len(batch.completion_ids[i])
+            if last and len(last) < micro_batch_size and (max_tokens is None or cost <= max_tokens):
+                last.append(i)
+            else:
+                chunks.append([i])
+    mine = chunks[rank::world_size]
+    count = max(1, -(-len(chunks) // world_size))
+    return mine + [[] for _ in range(count - len(mine))]
+
+
 def _chunks(rows: list[int], size: int, max_tokens: int | None, length) -> list[list[int]]:
     """`rows` (sorted by length) cut into runs of at most `size` rows and `max_tokens` padded tokens."""
     if max_tokens is None:

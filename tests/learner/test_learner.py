@@ -199,3 +199,41 @@ def test_observation_tokens_are_left_out_of_the_update_and_the_metrics(learner, 
     unmasked_noisy, m_unmasked = train(variant(-30.0, masked=False))
     assert unmasked_noisy != unmasked_quiet and unmasked_quiet != quiet
     assert m_unmasked["logprob_gap_max"] > m_noisy["logprob_gap_max"]
+
+
+def test_shared_prompt_learner_takes_the_same_step(tiny_paths, ray_local):
+    """`share_prompt` (each prompt run once a micro-batch) updates the LoRA weights as running every
+    prompt+completion whole does, up to float rounding, with fewer micro-batches; a step at another
+    advantage would differ by far more than that rounding."""
+    g = torch.Generator().manual_seed(5)
+    prompts = [[1, 5, 6, 7, 2] * 6] * 3 + [[1, 8, 9, 2] * 5] * 3
+    comps = [torch.randint(10, 300, (n,), generator=g).tolist() for n in (4, 7, 2, 6, 3, 5)]
+    advantages = [1.0, -0.5, 0.0, 0.5, -1.0, 1.0]
+    batch = TrainBatch(prompts, comps, [[0.0] * len(c) for c in comps], advantages)
+    flipped = TrainBatch(prompts, comps, batch.rollout_logprobs, [-a for a in advantages])
+
+    def step(share: bool, b: TrainBatch):
+        actor = ray_local.remote(Learner).options(num_cpus=1).remote(
+            str(tiny_paths.model_dir), str(tiny_paths.tokenizer_dir),
+            ModelConfig(lora=LoraConfig(r=4, alpha=8)),
+            LearnerConfig(zero_stage=2, lr=1e-2, share_prompt=share), AlgorithmConfig())
+        try:
+            rank = Sync(actor)
+            assert rank.setup("127.0.0.1", free_port()) > 0
+            micro = rank.plan_micro_batches(b)
+            m = rank.train_step(b)
+            return micro, m, rank.export_lora()
+        finally:
+            ray_local.kill(actor)
+
+    micro_whole, m_whole, whole = step(False, batch)
+    micro_shared, m_shared, shared = step(True, batch)
+    _, _, other = step(True, flipped)
+    assert micro_whole == [[4, 5, 3, 0, 1]] and micro_shared == [[0, 1], [4, 5, 3]]
+    assert m_shared["learned_sequences"] == m_whole["learned_sequences"] == 5.0
+    assert m_shared["loss"] == pytest.approx(m_whole["loss"], rel=1e-4)
+    moved = gap = 0.0
+    for k, w in whole.weights.items():
+        gap = max(gap, (shared.weights[k] - w).abs().max().item())
+        moved = max(moved, (other.weights[k] - w).abs().max().item())
+    assert gap < 1e-5 < 1e-3 < moved
