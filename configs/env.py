@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from configs.base import Section
 
@@ -70,10 +70,21 @@ class Harness(Section):
     """One episode's time limit; a harness still running after it is cut, a counted failure."""
     chat_template: str = "tools"
     """`tools`: a ChatML template that renders tools, tool calls and tool results in the hermes format
-    (models/tool_template.py); `model`: the tokenizer's own; anything else: a template file's path."""
+    (models/tool_template.py); `model`: the tokenizer's own; anything else: a template file's path,
+    relative to the directory `train.py` runs in (the driver reads it and hands the workers its text)."""
     tool_parser: str | None = "hermes"
     """vLLM's tool-call parser reading the model's calls back (`hermes` reads the `tools` template's
     format); None: no tool calls are parsed (content only)."""
+
+    @field_validator("chat_template")
+    @classmethod
+    def _template_exists(cls, value: str) -> str:
+        from pathlib import Path
+
+        if value not in ("tools", "model") and not Path(value).is_file():
+            raise ValueError(f"no template file {value!r} (tools, model, or a file's path relative to "
+                             f"{Path.cwd()})")
+        return value
 
     @property
     def enabled(self) -> bool:

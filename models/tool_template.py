@@ -51,11 +51,14 @@ TOOLS_CHAT_TEMPLATE = (
 
 def template_text(name: str) -> str | None:
     """`env.chat_template` as template text: `tools` this module's, `model` None (the tokenizer's own),
-    else the file at that path."""
+    template text itself (what the driver hands a worker for a file, which the worker's node may not
+    have), else the file at that path."""
     if name == "tools":
         return TOOLS_CHAT_TEMPLATE
     if name == "model":
         return None
+    if "{%" in name or "{{" in name:
+        return name
     from pathlib import Path
 
     return Path(name).read_text()

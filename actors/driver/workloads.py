@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from actors.driver.setup_steps import answer_examples, drill_examples, probe_sequence, trajectory_examples
@@ -211,6 +212,9 @@ class Harness(Episodes):
 
         super().__init__(cfg, task)
         self.token = secrets.token_urlsafe(24)  # the run's: a gateway answers only requests that carry it
+        # A template file is read here and its text sent: a worker's node need not have the file.
+        name = cfg.env.chat_template
+        self.chat_template = name if name in ("tools", "model") else Path(name).read_text()
 
     def rows(self) -> tuple[list[dict], list[dict]]:
         """The task's episode rows when it has them, else its rows."""
@@ -219,7 +223,8 @@ class Harness(Episodes):
     def sampling(self) -> dict[str, Any]:
         e = self.cfg.env
         return {"harness": e.harness, "token": self.token, "max_turns": e.max_turns, "timeout_s": e.timeout_s,
-                "concurrency": e.concurrency, "chat_template": e.chat_template, "tool_parser": e.tool_parser}
+                "concurrency": e.concurrency, "chat_template": self.chat_template,
+                "tool_parser": e.tool_parser}
 
     def score(self, pool: RewardPool | None, rows: list[dict], gen: Generation, step: int = 0) -> ScoreResult:
         out = super().score(pool, rows, gen, step)

@@ -26,6 +26,25 @@ def test_the_gateways_template_keeps_earlier_turns(tiny_tokenizer):
     assert _check(tiny_tokenizer, CHAT_TEMPLATE).keeps_prefix  # it drops tool calls, the same each time
 
 
+def test_the_real_model_agent_template_keeps_earlier_turns_and_shows_its_example(tiny_tokenizer):
+    """configs/smollm2-agent-tools.jinja (the tools template with a worked episode before the request):
+    a conversation still extends the previous call's prompt token for token, and the example sits
+    between the tools and the request only when tools are offered."""
+    from pathlib import Path
+
+    from models.tool_template import render
+    from tasks.fund_assistant.harness import tool_specs
+
+    text = (Path(__file__).parents[2] / "configs" / "smollm2-agent-tools.jinja").read_text()
+    assert _check(tiny_tokenizer, text).keeps_prefix
+    said = [{"role": "system", "content": "S"}, {"role": "user", "content": "Buy 5 MSFT"}]
+    with_tools = render(text, said, tool_specs(), True)
+    where = [with_tools.index(s) for s in ("</tools>", "buy 10 shares of AAPL", "Buy 5")]
+    assert where == sorted(where)
+    assert "<|im_end|>\n<|im_start|>user\nBuy 5 MSFT" in with_tools
+    assert "AAPL" not in render(text, said, None, True)
+
+
 def test_a_template_that_rewrites_past_turns_is_caught_at_the_turn(tiny_tokenizer):
     found = _check(tiny_tokenizer, REWRITES)
     assert not found.keeps_prefix and found.broken_at == 2 and "rewrites" in found.detail

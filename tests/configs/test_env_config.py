@@ -65,6 +65,24 @@ def test_the_openai_preset_plays_the_fund_harness_and_the_harness_kind_has_its_o
         load_config("tiny-cpu-agent", ["env.kind=harness"])
 
 
+def test_a_template_file_is_checked_before_start_and_sent_as_text(tmp_path, monkeypatch):
+    """env.chat_template names a file relative to where train.py runs: a missing one is refused with the
+    path; an existing one is read by the driver and its text is what the workers get."""
+    from actors.driver.workloads import Harness
+    from models.tool_template import template_text
+    from tasks.base import load_task
+
+    with pytest.raises(ConfigError, match="no template file 'nowhere.jinja'"):
+        load_config("tiny-cpu-agent-openai", ["env.chat_template=nowhere.jinja"])
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    cfg = load_config("tiny-cpu-agent-openai", ["env.chat_template=mine.jinja"])
+    sent = Harness(cfg, load_task(cfg.task)).sampling()["chat_template"]
+    assert sent == (tmp_path / "mine.jinja").read_text() and template_text(sent) == sent
+    named = load_config("tiny-cpu-agent-openai")
+    assert Harness(named, load_task(named.task)).sampling()["chat_template"] == "tools"
+
+
 def test_a_harness_run_takes_every_pipeline_but_not_dart():
     with pytest.raises(ConfigError, match="dart"):
         load_config("tiny-cpu-agent-openai", ["algorithm.loss.dart=true"])
