@@ -63,16 +63,15 @@ def plan_shared_micro_batches(batch: TrainBatch, micro_batch_size: int, world_si
     for i in range(len(batch.completion_ids)):
         if not skip_zero_advantage or batch.advantages[i] != 0.0:
             groups.setdefault(tuple(batch.prompt_ids[i]), []).append(i)
+    def completion(i: int) -> int:
+        return len(batch.completion_ids[i])
+
     chunks: list[list[int]] = []
     for prompt, rows in groups.items():
-        rows.sort(key=lambda i: (len(batch.completion_ids[i]), i))
-        for i in rows:
-            last = chunks[-1] if chunks and chunks[-1][0] in rows else None
-            cost = len(prompt) + (len(last) + 1 if last else 1) * len(batch.completion_ids[i])
-            if last and len(last) < micro_batch_size and (max_tokens is None or cost <= max_tokens):
-                last.append(i)
-            else:
-                chunks.append([i])
+        rows.sort(key=lambda i: (completion(i), i))
+        # The prompt is paid once a micro-batch: what is left of the budget is for the completions.
+        budget = None if max_tokens is None else max_tokens - len(prompt)
+        chunks += _chunks(rows, micro_batch_size, budget, completion)
     mine = chunks[rank::world_size]
     count = max(1, -(-len(chunks) // world_size))
     return mine + [[] for _ in range(count - len(mine))]
