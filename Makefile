@@ -67,8 +67,18 @@ $(BENCH_STAMP): $(STAMP)
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec triton 2>/dev/null || true
 	touch $(BENCH_STAMP)
 
+# The tiny model's rows (bench.run), then the real model's (bench.real) when it is installed.
+# BENCH=quick: one short round of the real model's rows only (about 15 minutes here).
+HAS_REAL_MODEL = $(PY) -c "from models.packaged import ensure_packaged as e; e('smollm2-135m-instruct', False)"
+
 bench: $(BENCH_STAMP)
+ifeq ($(BENCH),quick)
+	$(PY) -m bench.real --quick
+else
 	$(PY) -m bench.run
+	@if $(HAS_REAL_MODEL) 2>/dev/null; then $(PY) -m bench.real; \
+	else echo "bench: the real-model rows (bench.real) need the model: make real-model, then make bench"; fi
+endif
 
 # A 40-step run of the tiny preset under 10 seeded SIGKILLs, compared with the same run left alone.
 chaos: install

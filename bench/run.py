@@ -53,9 +53,9 @@ AGENT = {"sync": "agent-sync", "one_step_off": "agent-off", "stream": "agent-str
 
 
 class Side:
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, args: list[str] | None = None) -> None:
         self.name = name
-        self.proc = subprocess.Popen([sys.executable, "-m", "bench.side", *SIDES[name]],
+        self.proc = subprocess.Popen([sys.executable, "-m", "bench.side", *(args or SIDES[name])],
                                      stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
         self.units: list[dict] = []
@@ -86,15 +86,19 @@ class Side:
         return statistics.median(u[key] for u in self.units)
 
 
-def measure(group: tuple[str, ...], rounds: int) -> dict[str, Side]:
-    sides = {n: Side(n) for n in group}
+def measure(group: tuple[str, ...], rounds: int, units: dict[str, int] | None = None,
+            args: dict[str, list[str]] | None = None) -> dict[str, Side]:
+    """Start the sides of `group` (bench.side with `args[name]`, else SIDES[name]), then `rounds` times
+    each runs its kind's `units` (by the name's first word, or the whole name), in alternating order."""
+    units, args = UNITS if units is None else units, args or {}
+    sides = {n: Side(n, args.get(n)) for n in group}
     try:
         for s in sides.values():
             s.ready()
         for r in range(rounds):
             order = list(sides.values()) if r % 2 == 0 else list(sides.values())[::-1]
             for s in order:
-                s.run(UNITS["trl" if s.name == "trl" else s.name.split("-")[0]])
+                s.run(units.get(s.name, units.get(s.name.split("-")[0], 1)))
     finally:
         for s in sides.values():
             s.close()
@@ -220,10 +224,14 @@ def _row(measure: str, unit: str, ours: float, base: float, ratio: float, target
             "target": target, "met": ok, "n": n}
 
 
-def markdown(table: list[dict], meta: dict) -> str:
-    lines = [f"Measured {meta['date']} on {meta['machine']}; work: {DESCRIPTION}; agent rows: "
-             f"{AGENT_WORK}; gateway rows: {GATEWAY_WORK}; medians of n units per side (agent and "
-             f"gateway: rates over all n), sides interleaved over {meta['rounds']} rounds.", "",
+def markdown(table: list[dict], meta: dict, work: str | None = None) -> str:
+    """The table under a line saying when, where and on what work it was measured (`work`: the real
+    model's, bench.real; else the tiny model's, agent and gateway work)."""
+    head = (f"work: {work}; medians of n units per side" if work else
+            f"work: {DESCRIPTION}; agent rows: {AGENT_WORK}; gateway rows: {GATEWAY_WORK}; medians of n "
+            f"units per side (agent and gateway: rates over all n)")
+    lines = [f"Measured {meta['date']} on {meta['machine']}; {head}, sides interleaved over "
+             f"{meta['rounds']} rounds.", "",
              "| measure | ngrpo-ray | baseline | ratio | target | met | n |", "|---|---|---|---|---|---|---|"]
     for r in table:
         lines.append(f"| {r['measure']} | {r['ngrpo_ray']:.3g} {r['unit']} | "

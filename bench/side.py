@@ -11,9 +11,10 @@ Kinds: `gen-ours` (a RolloutWorker serving a LoRA, merged), `gen-bare` (a plain 
 `gen-bare-lp` (plain, with the sampled tokens' logprobs too), `rl` (a training run on Ray: one unit is one
 RL step), `agent` (the same on agent episodes, `--pipeline`: bench/agent.py), `trl` (TRL's GRPOTrainer
 with HF generate: one unit is one optimizer step), `learner-ds` (the Learner on DeepSpeed ZeRO-2),
-`learner-torch` (the same step code on plain PEFT + AdamW), `gw-harness`, `gw-free` and `gw-worker`
-(fund-assistant episodes through the OpenAI gateway, without its lock step, and in the worker:
-bench/gateway.py).
+`learner-shared` (the same with `learner.share_prompt`), `learner-torch` (the same step code on plain
+PEFT + AdamW), `gw-harness`, `gw-free` and `gw-worker` (fund-assistant episodes through the OpenAI
+gateway, without its lock step, and in the worker: bench/gateway.py). The work is bench/work.py's
+profile (`NGRPO_BENCH_WORK`).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class RL:
         running = sum(a[1] - b[1] for a, b in zip(after, before) if a and b)
         return {"seconds": seconds, "sync": row["time/sync"], "generate": row["time/generate"],
                 "learn": row["time/learn"], "tokens": row["completion_length"],
-                "samples": self.samples,
+                "samples": self.samples, **{k: v for k, v in row.items() if k.startswith("memory/")},
                 "occupancy": running / max(1, steps) / self.capacity}
 
 
@@ -140,27 +141,45 @@ class TRL:
 
 
 class LearnerSide:
-    def __init__(self, plain: bool) -> None:
+    """The Learner's step on a fixed batch (bench/work.py). Each unit also counts the step's useful FLOPs
+    and its padded tokens (bench/flops.py) and measures the plain matmul peak on the same threads, right
+    after the step, so that the ratio of the two meets the same machine state."""
+
+    def __init__(self, plain: bool, share_prompt: bool = False, prompts: int = PROMPTS,
+                 completion: int | None = None) -> None:
         from bench.work import deepspeed_learner, plain_learner
+        from models.memory import ModelShape
 
         self.task, self.paths, self.tok = setup_paths()
-        self.learner = plain_learner(self.paths) if plain else deepspeed_learner(self.paths)
-        self.batch = learner_batch(self.learner.pad_id)
+        self.learner = plain_learner(self.paths) if plain else deepspeed_learner(self.paths, share_prompt)
+        self.batch = learner_batch(self.learner.pad_id, prompts=prompts, completion=completion)
+        self.shape = ModelShape.of_folder(self.paths.model_dir)
 
     def run(self) -> dict:
+        from bench.flops import batch_work, matmul_flops_per_s
+
+        lora = self.learner.model_cfg.lora
+        work = batch_work(self.batch, self.learner.plan_micro_batches(self.batch), self.learner.shares_prompt,
+                          self.shape, lora.r, list(lora.target_modules))
         t = time.perf_counter()
         m = self.learner.train_step(self.batch)
-        return {"seconds": time.perf_counter() - t, "learned": m["learned_sequences"]}
+        seconds = time.perf_counter() - t
+        return {"seconds": seconds, "learned": m["learned_sequences"], **work,
+                "completion_tokens": sum(len(c) for c in self.batch.completion_ids),
+                "peak_flops": matmul_flops_per_s(self.shape), "memory": m["memory/learner"]}
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kind",
                    choices=["gen-ours", "gen-bare", "gen-bare-lp", "rl", "agent", "trl", "learner-ds",
-                            "learner-torch", "gw-harness", "gw-free", "gw-worker"])
+                            "learner-shared", "learner-torch", "gw-harness", "gw-free", "gw-worker"])
     p.add_argument("--pipeline", choices=["sync", "one_step_off", "stream"], default="sync")
     p.add_argument("--staleness", type=int, default=0)
     p.add_argument("--threads", type=int, nargs=2, default=(2, 2), metavar=("ROLLOUT", "LEARNER"))
+    p.add_argument("--prompts", type=int, default=PROMPTS, help="learner kinds: prompts in the batch (x n)")
+    p.add_argument("--completion", type=int, default=None,
+                   help="learner kinds: every completion this many tokens (default: the profile's lengths)")
     args = p.parse_args(argv)
     if args.kind.startswith("gen-"):
         side = Generation(args.kind)
@@ -180,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
 
         side = GatewaySide(args.kind)
     else:
-        side = LearnerSide(plain=args.kind == "learner-torch")
+        side = LearnerSide(plain=args.kind == "learner-torch", share_prompt=args.kind == "learner-shared",
+                           prompts=args.prompts, completion=args.completion)
     side.run()  # a warm-up unit, not measured
     _emit("READY", {"kind": args.kind})
     for line in sys.stdin:

@@ -178,9 +178,7 @@ class Learner(LearnerWeights):
         """(packed rows, logprobs (b, T), entropy (b, T) or None) of the completions of `rows`."""
         prompts, completions = [batch.prompt_ids[i] for i in rows], [batch.completion_ids[i] for i in rows]
         packed = pack(prompts, completions, self.pad_id)
-        # One prompt behind several completions (`share_prompt` plans them so): run that prompt once.
-        shared = self.cfg.share_prompt and len(rows) > 1 and all(
-            p == prompts[0] for p in prompts) and any(completions)
+        shared = self.shares_prompt(prompts, completions)
         ctx = self.engine.module.disable_adapter() if disable_adapter else nullcontext()
         with ctx:
             if shared:
@@ -189,6 +187,12 @@ class Learner(LearnerWeights):
             else:
                 logp, ent = completion_scores(self.engine, packed, output_layer(self.engine), with_entropy)
         return packed, logp, ent
+
+    def shares_prompt(self, prompts: list[list[int]], completions: list[list[int]]) -> bool:
+        """Whether a micro-batch runs its prompt once: one prompt behind several completions, as
+        `share_prompt` plans them."""
+        return (self.cfg.share_prompt and len(prompts) > 1 and all(p == prompts[0] for p in prompts)
+                and any(completions))
 
     @torch.no_grad()
     def _logprobs(self, batch: TrainBatch, rows: list[int], disable_adapter: bool = False) -> torch.Tensor:
