@@ -40,7 +40,7 @@ SIDES = {
     "rl-sync-1x1": ["rl", "--staleness", "0", "--threads", "1", "1"],
     "rl-off": ["rl", "--staleness", "1", "--threads", "1", "1"],
     "trl": ["trl"],
-    "learner-ds": ["learner-ds"], "learner-torch": ["learner-torch"],
+    "learner-ds": ["learner-ds"], "learner-shared": ["learner-shared"], "learner-torch": ["learner-torch"],
     "agent-sync": ["agent", "--pipeline", "sync"], "agent-off": ["agent", "--pipeline", "one_step_off"],
     "agent-stream": ["agent", "--pipeline", "stream"],
     "gw-harness": ["gw-harness"], "gw-free": ["gw-free"], "gw-worker": ["gw-worker"],

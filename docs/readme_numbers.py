@@ -7,7 +7,9 @@
 Blocks (between `<!-- NAME: ... -->` and `<!-- end of NAME -->` in README.md):
 - `demo result`: `docs/demo_result.json`, which `record` writes from a `make run` run folder (its
   `eval.json` and `config.json`);
-- `bench table`: `bench/results/latest.md` and `latest.json`, which `make bench` writes.
+- `bench table`: `bench/results/real.md` and `real.json`, the real model's rows, which `make bench`
+  writes (bench.real), else `real-quick.*` (`make bench BENCH=quick`); the tiny model's rows
+  (`latest.md`) stay in bench/results.
 
 Outside the blocks (the metric list of `python -m observe.schema --by-role` aside) the README quotes no
 measurement: a percentage, a ratio such as 1.3x, a duration or a size there is a stray number.
@@ -64,21 +66,27 @@ def demo_block(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def bench_block(latest_md: str, latest_json: dict) -> str:
-    """`make bench`'s first table as latest.md has it, under the run's date and machine."""
-    table = latest_md.strip().split("\n\n")[1]
-    assert table.startswith("| measure |"), "bench/results/latest.md: no measure table after its first line"
-    meta = latest_json["meta"]
-    assert meta["date"] in latest_md, "bench/results/latest.md and latest.json are of different runs"
-    head = (f"`make bench` of {meta['date']} on {meta['machine']}, {meta['rounds']} rounds (the work: "
-            "`bench/results/latest.md`):")
+def bench_block(table_md: str, table_json: dict, name: str = "real.md") -> str:
+    """A bench table as its markdown file has it (`name` in bench/results), under the run's date and
+    machine."""
+    table = table_md.strip().split("\n\n")[1]
+    assert table.startswith("| measure |"), f"bench/results/{name}: no measure table after its first line"
+    meta = table_json["meta"]
+    assert meta["date"] in table_md, f"bench/results/{name} and its .json are of different runs"
+    command = "make bench BENCH=quick" if meta.get("quick") else "make bench"
+    rounds = f"{meta['rounds']} round" + ("s" if meta["rounds"] != 1 else "")
+    head = (f"`{command}` of {meta['date']} on {meta['machine']}, {rounds} (the work: "
+            f"`bench/results/{name}`):")
     return "\n".join(textwrap.wrap(head, WIDTH)) + "\n\n" + table + "\n"
 
 
 def blocks(demo: Path = DEMO, bench: Path = BENCH) -> dict[str, str]:
+    # the whole table (make bench) where there is one, else the short spell's (make bench BENCH=quick)
+    stem = "real" if (bench / "real.md").exists() else "real-quick"
     return {"demo result": demo_block(json.loads(demo.read_text(encoding="utf-8"))),
-            "bench table": bench_block((bench / "latest.md").read_text(encoding="utf-8"),
-                                       json.loads((bench / "latest.json").read_text(encoding="utf-8")))}
+            "bench table": bench_block((bench / f"{stem}.md").read_text(encoding="utf-8"),
+                                       json.loads((bench / f"{stem}.json").read_text(encoding="utf-8")),
+                                       f"{stem}.md")}
 
 
 def rewrite(text: str, made: dict[str, str]) -> str:

@@ -2,7 +2,7 @@
 
 Its generated blocks (docs/readme_numbers.py) must be what their files make: the demo's table from
 docs/demo_result.json (`python docs/readme_numbers.py record RUN` after `make run`), the bench table from
-bench/results/latest.md (`make bench`). Outside them it quotes no percentage, ratio, duration or size.
+bench/results/real.md (`make bench`). Outside them it quotes no percentage, ratio, duration or size.
 """
 
 from __future__ import annotations

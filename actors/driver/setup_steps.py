@@ -125,9 +125,16 @@ def difficulty_keep(cfg: Config, rows: list[dict], judged: Callable[[list[dict],
     return keep
 
 
+# The probe's length: every push runs it through the learner and each worker, so its length is paid per
+# push (on a 135M model a 600-token prompt made it most of a 2 s push). Any fixed tokens check the served
+# weights alike: each runs through every layer.
+PROBE_TOKENS = 32
+
+
 def probe_sequence(task: Task, tokenizer: Any, rows: list[dict]) -> tuple[list[int], list[int]]:
-    """A fixed prompt and its label (the first of `rows`, at most 64 label tokens): the sequence whose
-    logprobs the learner sends with every push and each worker checks after loading it."""
+    """A fixed prompt's last PROBE_TOKENS tokens and its label (the first of `rows`, at most PROBE_TOKENS
+    label tokens): the sequence whose logprobs the learner sends with every push and each worker checks
+    after loading it."""
     row = rows[0]
     prompt = tokenizer(task.render_prompt(tokenizer, row), add_special_tokens=False)["input_ids"]
     # Any fixed tokens serve; a label reads like an answer: the row's own, else its warm-up target. A task
@@ -137,5 +144,5 @@ def probe_sequence(task: Task, tokenizer: Any, rows: list[dict]) -> tuple[list[i
         targets = task.warmup_rows_or_none([row])
         label = targets[0]["solution"] if targets else None
     if not isinstance(label, str) or not label:
-        return prompt, prompt[-64:]
-    return prompt, tokenizer(label, add_special_tokens=False)["input_ids"][:64]
+        return prompt[-2 * PROBE_TOKENS:-PROBE_TOKENS] or prompt, prompt[-PROBE_TOKENS:]
+    return prompt[-PROBE_TOKENS:], tokenizer(label, add_special_tokens=False)["input_ids"][:PROBE_TOKENS]
