@@ -68,7 +68,7 @@ $(BENCH_STAMP): $(STAMP)
 	touch $(BENCH_STAMP)
 
 # The tiny model's rows (bench.run), then the real model's (bench.real) when it is installed.
-# BENCH=quick: one short round of the real model's rows only (about 15 minutes here).
+# BENCH=quick: one short round of the real model's rows only (23 minutes here).
 HAS_REAL_MODEL = $(PY) -c "from models.packaged import ensure_packaged as e; e('smollm2-135m-instruct', False)"
 
 bench: $(BENCH_STAMP)

@@ -18,8 +18,8 @@ Rows:
 - the LoRA push as a share of a synchronous step, and the peak RSS of every role in that run;
 - scaling (not with `--quick`): the learner's step against completions a step (16, 64, 256) and
   against completion length (32, 128, 512), with the seconds per token fitted through them.
-`--quick` (about 15 minutes here) measures one round of the generation, learner and synchronous-step
-rows only.
+`--quick` (23 minutes here, of which TRL's two steps, one its warm-up, take about 7) measures one
+round of the generation, learner and synchronous-step rows only.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def rows(m: dict) -> list[dict]:
     from bench.run import _row
 
     def med(name: str, key: str = "seconds") -> float:
-        return statistics.median(u[key] for u in m[name].units)
+        return m[name].median(key)
 
     def tps(name: str) -> float:
         return statistics.median(u["tokens"] / u["seconds"] for u in m[name].units)
@@ -113,17 +113,14 @@ def scaling(m: dict) -> tuple[str, dict]:
     and per axis the fitted seconds per learned token."""
     table = ["| learner step | completions | tokens learned | seconds | tokens/s |", "|---|---|---|---|---|"]
     data: dict = {"points": {}, "fits": {}}
-    for axis, keys in (("completions", [f"scale-c{c}" for c in COMPLETIONS]),
-                       ("length", [f"scale-t{t}" for t in LENGTHS])):
+    for axis, points in (("completions", [(f"scale-c{c}", f"{c} completions") for c in COMPLETIONS]),
+                         ("length", [(f"scale-t{t}", f"{t}-token completions") for t in LENGTHS])):
         pts = []
-        for k in keys:
+        for k, label in points:
             if k not in m:
                 continue
-            u = m[k].units
-            tokens, secs = statistics.median(x["real_tokens"] for x in u), statistics.median(
-                x["seconds"] for x in u)
-            completions = int(statistics.median(x["learned"] for x in u))
-            label = f"{completions} completions" if axis == "completions" else f"{k[7:]}-token completions"
+            tokens, secs = m[k].median("real_tokens"), m[k].median()
+            completions = int(m[k].median("learned"))
             table.append(f"| {label} | {completions} | {tokens:.0f} | {secs:.3g} | {tokens / secs:.3g} |")
             pts.append((tokens, secs))
             data["points"][k] = {"tokens": tokens, "seconds": secs}
@@ -156,12 +153,13 @@ def plot(data: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="one round, no one-step-off, no scaling (~15 min)")
+    p.add_argument("--quick", action="store_true",
+                   help="one round, no one-step-off, no scaling (~23 min here)")
     p.add_argument("--rounds", type=int, default=None, help="rounds a group (default 3; --quick: 1)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = p.parse_args(argv)
     os.environ["NGRPO_BENCH_WORK"] = "real"  # before bench.work is imported, here and in every side
-    from bench.run import SIDES, markdown, measure
+    from bench.run import markdown, measure
     from bench.work import CONFIG, DESCRIPTION, setup_paths
 
     setup_paths()  # a missing model stops here, with the command that installs it
@@ -170,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     measured: dict = {}
     for group in QUICK_GROUPS if args.quick else GROUPS:
         print(f"bench.real: {', '.join(group)} ...", flush=True)
-        measured.update(measure(group, rounds, units={}, args=SIDES))
+        measured.update(measure(group, rounds, units={}))
     text_scaling, data = "", {}
     if not args.quick:
         sides = scaling_sides()

@@ -75,6 +75,11 @@ class _Units:
     def __init__(self, units):
         self.units = units
 
+    def median(self, key="seconds"):
+        import statistics
+
+        return statistics.median(u[key] for u in self.units)
+
 
 def test_real_table_ratios_and_fit():
     from bench.real import fit_per_token, rows, scaling
