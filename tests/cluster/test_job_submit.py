@@ -58,10 +58,50 @@ def _logs(api: str) -> str:
     return json.loads(_get(f"{api}/logs"))["logs"]
 
 
+def _start_head(log_path: Path, env: dict) -> tuple[subprocess.Popen, dict]:
+    """One `ray start --head --block` on fresh ports; returns the process and the ports it was given."""
+    ports = {k: _free_port() for k in ("gcs", "dashboard", "metrics", "client", "agent", "agent_grpc", "env")}
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
+             f"--port={ports['gcs']}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
+             f"--dashboard-port={ports['dashboard']}", f"--metrics-export-port={ports['metrics']}",
+             f"--ray-client-server-port={ports['client']}", f"--dashboard-agent-listen-port={ports['agent']}",
+             f"--dashboard-agent-grpc-port={ports['agent_grpc']}", f"--runtime-env-agent-port={ports['env']}",
+             f"--object-store-memory={400 * 1024**2}"],
+            env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    return proc, ports
+
+
+def _stop_head(proc: subprocess.Popen) -> None:
+    proc.terminate()  # --block: the ray start process stops the processes it started
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, 9)
+
+
+def _answers(proc: subprocess.Popen, dashboard: str, seconds: float) -> bool:
+    """Whether the jobs API answers before `seconds` pass or the head process ends."""
+    deadline = time.monotonic() + seconds
+    # the jobs API answers a little after the head is up (docs/platform.md#ray-start-up-and-auth)
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            _get(f"{dashboard}/api/version")
+            return True
+        except OSError:
+            time.sleep(1)
+    return False
+
+
 @pytest.fixture(scope="module")
 def head(tmp_path_factory):
-    """A head on 127.0.0.1 with dashboard (jobs API) and a metrics export port; stopped afterwards."""
-    ports = {k: _free_port() for k in ("gcs", "dashboard", "metrics", "client", "agent", "agent_grpc", "env")}
+    """A head on 127.0.0.1 with dashboard (jobs API) and a metrics export port; stopped afterwards.
+
+    The ports are picked free and then handed to `ray start`, so another process can take one in
+    between; a head that exits or never answers is stopped and started once more on new ports, and
+    a second failure shows both logs' tails."""
     env = {
         **os.environ,
         # Token authentication, as the cluster files set it (docs/platform.md#ray-start-up-and-auth); the CLI
@@ -72,36 +112,22 @@ def head(tmp_path_factory):
         "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",  # the job's `python` is this venv's
     }
     env.pop("RAY_ADDRESS", None)
-    log = open(tmp_path_factory.mktemp("head") / "head.log", "w")
-    proc = subprocess.Popen(
-        [str(BIN / "ray"), "start", "--head", "--block", "--node-ip-address=127.0.0.1",
-         f"--port={ports['gcs']}", "--include-dashboard=true", "--dashboard-host=127.0.0.1",
-         f"--dashboard-port={ports['dashboard']}", f"--metrics-export-port={ports['metrics']}",
-         f"--ray-client-server-port={ports['client']}", f"--dashboard-agent-listen-port={ports['agent']}",
-         f"--dashboard-agent-grpc-port={ports['agent_grpc']}", f"--runtime-env-agent-port={ports['env']}",
-         f"--object-store-memory={400 * 1024**2}"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    dashboard = f"http://127.0.0.1:{ports['dashboard']}"
+    folder = tmp_path_factory.mktemp("head")
+    tails = []
+    for attempt in range(2):
+        log_path = folder / f"head{attempt}.log"
+        proc, ports = _start_head(log_path, env)
+        dashboard = f"http://127.0.0.1:{ports['dashboard']}"
+        if _answers(proc, dashboard, 180):
+            break
+        _stop_head(proc)
+        tails.append(f"--- {log_path} (exit {proc.returncode}) ---\n{log_path.read_text()[-3000:]}")
+    else:
+        raise RuntimeError("ray head did not start twice:\n" + "\n".join(tails))
     try:
-        deadline = time.monotonic() + 120
-        # the jobs API answers a little after the head is up (docs/platform.md#ray-start-up-and-auth)
-        while True:
-            try:
-                _get(f"{dashboard}/api/version")
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"ray head did not start: see {log.name}") from None
-                time.sleep(1)
         yield {"dashboard": dashboard, "metrics": f"http://127.0.0.1:{ports['metrics']}/metrics", "env": env}
     finally:
-        proc.terminate()  # --block: the ray start process stops the processes it started
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-        log.close()
+        _stop_head(proc)
 
 
 @pytest.fixture(scope="module")
