@@ -18,6 +18,11 @@ A unit reports its episodes, model calls, sampled tokens and seconds, and the se
 the rest is per call what is not the engine (the gateway: vLLM's rendering of the request and the answer,
 HTTP and JSON, the harness's code, waiting for harnesses in lock step; in the worker: the environment and
 the ids of each observation), which on two cores takes CPU from the engine.
+
+On the real model (`NGRPO_BENCH_WORK=real`, bench.real) the sides hold SmolLM2-135M-Instruct as packaged,
+without a warm-up, with the chat template of the real-model agent preset (the tools template and one
+worked episode, configs/smollm2-agent-tools.jinja) so that its turns are tool calls; a call's engine work
+is then ~100 times the tiny model's, and 4 rows x 4 episodes make a unit.
 """
 
 from __future__ import annotations
@@ -25,10 +30,16 @@ from __future__ import annotations
 import time
 
 from bench.agent import warmed_policy
+from bench.work import REAL
 
 PRESET = "configs/tiny-cpu-agent-openai.yaml"
-ROWS, N = 8, 8
-DESCRIPTION = (f"OpenAI-harness preset after its warm-up, {ROWS} rows x {N} fund-assistant episodes a unit, "
+REAL_MODEL = ["model.name=smollm2-135m-instruct", "model.dtype=float32", "rollout.max_model_len=1536",
+              "env.chat_template=configs/smollm2-agent-tools.jinja"]
+ROWS, N = (4, 4) if REAL else (8, 8)
+DESCRIPTION = (f"SmolLM2-135M-Instruct (no warm-up, the agent preset's chat template), {ROWS} rows x {N} "
+               "fund-assistant episodes a unit through the fund harness, up to 5 calls x 80 tokens, "
+               "temperature 1" if REAL else
+               f"OpenAI-harness preset after its warm-up, {ROWS} rows x {N} fund-assistant episodes a unit, "
                "up to 5 calls x 80 tokens, temperature 1")
 
 
@@ -40,22 +51,33 @@ class GatewaySide:
         from actors.worker.rollout_worker import RolloutWorker
         from cluster.runtime import apply_role_env
         from configs.loader import load_config
-        from models.tool_template import TOOLS_CHAT_TEMPLATE
+        from models.tool_template import template_text
         from tasks.base import load_task
 
         apply_role_env()
         self.kind = kind
-        self.cfg = load_config(PRESET)
+        self.cfg = load_config(PRESET, REAL_MODEL if REAL else None)
         self.work = workload_for(self.cfg, load_task(self.cfg.task))
-        model, tokenizer = warmed_policy(PRESET)
+        model, tokenizer = self._policy()
         self.rows = self.work.rows()[0][:ROWS]
         # (gw-free: neither per-request seeds nor lock step)
         self.worker = RolloutWorker(model, tokenizer, self.cfg.rollout, self.cfg.model.lora,
                                     request_seeds=kind == "gw-harness")
-        self.worker.tokenizer.chat_template = TOOLS_CHAT_TEMPLATE  # gw-worker renders its first prompts so
+        template = template_text(self.cfg.env.chat_template)
+        if template is not None:  # gw-worker renders its first prompts with the gateway's template
+            self.worker.tokenizer.chat_template = template
         task = load_task(self.cfg.task)
         self.make_env = lambda: task.harness_environment(self.cfg.env.max_turns)
         self.units = 0
+
+    def _policy(self) -> tuple[str, str]:
+        """(model dir, tokenizer dir): the tiny preset's warmed-up policy, or the packaged real model."""
+        if not REAL:
+            return warmed_policy(PRESET)
+        from models.resolve import resolve_model
+
+        paths = resolve_model(self.cfg.model, *self.work.tokenizer_text())
+        return str(paths.model_dir), str(paths.tokenizer_dir)
 
     def run(self) -> dict:
         self.units += 1

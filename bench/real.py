@@ -16,6 +16,9 @@ Rows:
 - the RL step: synchronous and one-step-off against TRL's GRPOTrainer (HF generate) on the same work,
   one-step-off against synchronous;
 - the LoRA push as a share of a synchronous step, and the peak RSS of every role in that run;
+- the OpenAI gateway (not with `--quick`): fund-assistant episodes through the gateway against the same
+  episodes in the worker's own loop (bench/gateway.py's real-model work), and per call the time outside
+  the engine;
 - scaling (not with `--quick`): the learner's step against completions a step (16, 64, 256) and
   against completion length (32, 128, 512), with the seconds per token fitted through them.
 `--quick` (23 minutes here, of which TRL's two steps, one its warm-up, take about 7) measures one
@@ -31,7 +34,8 @@ import statistics
 import time
 from pathlib import Path
 
-GROUPS = [("gen-ours", "gen-bare"), ("learner-ds", "learner-shared"), ("rl-sync", "rl-off", "trl")]
+GROUPS = [("gen-ours", "gen-bare"), ("learner-ds", "learner-shared"), ("rl-sync", "rl-off", "trl"),
+          ("gw-harness", "gw-free", "gw-worker")]
 QUICK_GROUPS = [("gen-ours", "gen-bare"), ("learner-ds", "learner-shared"), ("rl-sync", "trl")]
 COMPLETIONS = (16, 64, 256)  # a step's completions, at the profile's lengths
 LENGTHS = (32, 128, 512)  # every completion this long, 64 completions
@@ -59,7 +63,7 @@ def learner_rate(units: list[dict]) -> tuple[float, float, float]:
 
 def rows(m: dict) -> list[dict]:
     """The real-model table from the sides measured (`m`: name -> side with `.units`)."""
-    from bench.run import _row
+    from bench.run import _row, gateway_rows
 
     def med(name: str, key: str = "seconds") -> float:
         return m[name].median(key)
@@ -96,6 +100,8 @@ def rows(m: dict) -> list[dict]:
     out.append(_row("peak RSS, all roles of the synchronous run (" + ", ".join(
         f"{k.split('/')[1]} {v:.1f}" for k, v in sorted(peak.items())) + f") / {MEMORY_BUDGET_GB:g} GB",
         "GB", total, MEMORY_BUDGET_GB, total / MEMORY_BUDGET_GB, "<= 1", n("rl-sync")))
+    if "gw-harness" in m:
+        out += gateway_rows(m)
     return out
 
 
@@ -159,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
     args = p.parse_args(argv)
     os.environ["NGRPO_BENCH_WORK"] = "real"  # before bench.work is imported, here and in every side
-    from bench.run import markdown, measure
+    from bench.gateway import DESCRIPTION as GATEWAY_WORK
+    from bench.run import gateway_table, markdown, measure
     from bench.work import CONFIG, DESCRIPTION, setup_paths
 
     setup_paths()  # a missing model stops here, with the command that installs it
@@ -168,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     measured: dict = {}
     for group in QUICK_GROUPS if args.quick else GROUPS:
         print(f"bench.real: {', '.join(group)} ...", flush=True)
-        measured.update(measure(group, rounds, units={}))
+        measured.update(measure(group, rounds, units={"gw": 2}))
     text_scaling, data = "", {}
     if not args.quick:
         sides = scaling_sides()
@@ -181,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "rounds": rounds, "seconds": round(time.time() - t0), "quick": args.quick, "config": CONFIG}
     table = rows(measured)
-    text = markdown(table, meta, DESCRIPTION) + ("\n" + text_scaling if text_scaling else "")
+    work = DESCRIPTION + ("" if args.quick else f"; gateway rows: {GATEWAY_WORK}")
+    parts = [markdown(table, meta, work), gateway_table(measured) if "gw-harness" in measured else "",
+             text_scaling]
+    text = "\n".join(p for p in parts if p)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "real-quick" if args.quick else "real"
