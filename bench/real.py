@@ -92,6 +92,13 @@ def rows(m: dict) -> list[dict]:
                         trl / off, ">= 2", n("rl-off", "trl")))
         out.append(_row("RL step: one-step-off vs synchronous", "s/step", off, sync, sync / off, ">= 1.2",
                         n("rl-off", "rl-sync")))
+        # On two cores each role of a one-step-off step gets one thread: the step cannot be shorter than
+        # its learner's update on one thread, so synchronous / that update is the most it can gain here.
+        update = med("rl-off", "learn")
+        out.append(_row("one-step-off step / its learner's update (one thread, generation beside it)", "s",
+                        off, update, off / update, "", n("rl-off")))
+        out.append(_row("one-step-off vs synchronous, bound: synchronous step / that update", "s/step",
+                        update, sync, sync / update, "", n("rl-off", "rl-sync")))
     push = med("rl-sync", "sync")
     out.append(_row("LoRA push / synchronous RL step", "s", push, sync, push / sync, "<= 0.02", n("rl-sync")))
     peak = {k: max(u.get(k, 0.0) for u in m["rl-sync"].units) for k in m["rl-sync"].units[0]
@@ -157,17 +164,60 @@ def plot(data: dict, path: Path) -> None:
     plt.close(fig)
 
 
+class Recorded:
+    """A side read back from a JSON of units (`--retable`), with a measured side's `units` and `median`."""
+
+    def __init__(self, units: list[dict]) -> None:
+        self.units = units
+
+    def median(self, key: str = "seconds") -> float:
+        return statistics.median(u[key] for u in self.units)
+
+
+def write(out: Path, meta: dict, measured: dict, data: dict) -> None:
+    """real.md (the table, the gateway's and the scaling table), real.json and the scaling plot."""
+    from bench.gateway import DESCRIPTION as GATEWAY_WORK
+    from bench.run import gateway_table, markdown
+    from bench.work import DESCRIPTION
+
+    table = rows(measured)
+    gateway = "gw-harness" in measured
+    work = DESCRIPTION + (f"; gateway rows: {GATEWAY_WORK}" if gateway else "")
+    text_scaling = scaling(measured)[0] if data.get("points") else ""
+    text = "\n".join(p for p in (markdown(table, meta, work), gateway_table(measured) if gateway else "",
+                                  text_scaling) if p)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = "real-quick" if meta["quick"] else "real"
+    (out / f"{stem}.md").write_text(text)
+    (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": table, "scaling": data, "units": {
+        k: s.units for k, s in measured.items()}}, indent=1))
+    if data.get("points"):
+        plot(data, out / "real_scaling.png")
+    print(text)
+
+
+def retable(out: Path, quick: bool) -> int:
+    """The tables again from a run's recorded units (after a change to how rows are computed)."""
+    recorded = json.loads((out / ("real-quick.json" if quick else "real.json")).read_text())
+    measured = {k: Recorded(u) for k, u in recorded["units"].items()}
+    write(out, recorded["meta"], measured, scaling(measured)[1])
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="one round, no one-step-off, no scaling (~23 min here)")
     p.add_argument("--rounds", type=int, default=None, help="rounds a group (default 3; --quick: 1)")
     p.add_argument("--out", default=str(Path(__file__).parent / "results"))
+    p.add_argument("--retable", action="store_true",
+                   help="measure nothing: write the table again from the units in the out folder's JSON")
     args = p.parse_args(argv)
     os.environ["NGRPO_BENCH_WORK"] = "real"  # before bench.work is imported, here and in every side
-    from bench.gateway import DESCRIPTION as GATEWAY_WORK
-    from bench.run import gateway_table, markdown, measure
-    from bench.work import CONFIG, DESCRIPTION, setup_paths
+    if args.retable:
+        return retable(Path(args.out), args.quick)
+    from bench.run import measure
+    from bench.work import CONFIG, setup_paths
 
     setup_paths()  # a missing model stops here, with the command that installs it
     rounds = args.rounds or (1 if args.quick else 3)
@@ -176,31 +226,18 @@ def main(argv: list[str] | None = None) -> int:
     for group in QUICK_GROUPS if args.quick else GROUPS:
         print(f"bench.real: {', '.join(group)} ...", flush=True)
         measured.update(measure(group, rounds, units={"gw": 2}))
-    text_scaling, data = "", {}
+    data: dict = {}
     if not args.quick:
         sides = scaling_sides()
         for name in sides:  # one point at a time: each holds a learner
             print(f"bench.real: {name} ...", flush=True)
             measured.update(measure((name,), 1, units={}, args=sides))
-        text_scaling, data = scaling(measured)
+        data = scaling(measured)[1]
     import platform
 
     meta = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "rounds": rounds, "seconds": round(time.time() - t0), "quick": args.quick, "config": CONFIG}
-    table = rows(measured)
-    work = DESCRIPTION + ("" if args.quick else f"; gateway rows: {GATEWAY_WORK}")
-    parts = [markdown(table, meta, work), gateway_table(measured) if "gw-harness" in measured else "",
-             text_scaling]
-    text = "\n".join(p for p in parts if p)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = "real-quick" if args.quick else "real"
-    (out / f"{stem}.md").write_text(text)
-    (out / f"{stem}.json").write_text(json.dumps({"meta": meta, "rows": table, "scaling": data, "units": {
-        k: s.units for k, s in measured.items()}}, indent=1))
-    if data.get("points"):
-        plot(data, out / "real_scaling.png")
-    print(text)
+    write(Path(args.out), meta, measured, data)
     return 0
 
 

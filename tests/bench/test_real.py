@@ -41,7 +41,7 @@ def test_quick_rows_leave_out_what_was_not_measured():
 def test_full_rows_add_one_step_off_and_the_gateway():
     gw = {"samples": 16, "calls": 16, "tokens": 1000, "success": 0, "engine": 10.0}
     m = _measured(**{
-        "rl-off": _Units([{"seconds": 64.0}]),
+        "rl-off": _Units([{"seconds": 64.0, "learn": 60.0}]),  # its update on one thread
         "gw-harness": _Units([{**gw, "seconds": 12.0, "rest": 2.0}]),
         "gw-free": _Units([{**gw, "seconds": 11.0, "rest": 1.0}]),
         "gw-worker": _Units([{**gw, "seconds": 10.0, "rest": 0.5}]),
@@ -50,6 +50,8 @@ def test_full_rows_add_one_step_off_and_the_gateway():
     off = table["RL step: one-step-off vs synchronous"]
     assert abs(off["ratio"] - 1.25) < 1e-9 and off["met"] == "yes"
     assert abs(table["RL step: one-step-off vs TRL GRPOTrainer (HF generate)"]["ratio"] - 200 / 64) < 1e-9
+    bound = table["one-step-off vs synchronous, bound: synchronous step / that update"]
+    assert bound["ngrpo_ray"] == 60.0 and abs(bound["ratio"] - 80 / 60) < 1e-9 and bound["met"] == ""
     gateway = table["agent episodes through the OpenAI gateway vs in the worker"]
     assert abs(gateway["ratio"] - 10 / 12) < 1e-9 and gateway["met"] == "yes"
 
@@ -64,3 +66,18 @@ def test_scaling_fits_seconds_per_token():
     assert abs(slope - 0.01) < 1e-12 and abs(data["fits"]["completions"]["fixed_seconds"] - 1.0) < 1e-9
     assert "length" not in data["fits"]  # no length points measured
     assert "| 256 completions | 256 | 12800 |" in text
+
+
+def test_retable_writes_the_table_again_from_recorded_units(tmp_path, monkeypatch):
+    import json
+
+    from bench.real import main
+
+    monkeypatch.setenv("NGRPO_BENCH_WORK", "real")  # main sets it too; restored after the test
+    units = {k: s.units for k, s in _measured().items()}
+    meta = {"date": "2026-12-08", "machine": "m", "rounds": 1, "seconds": 1, "quick": True}
+    (tmp_path / "real-quick.json").write_text(json.dumps({"meta": meta, "units": units}))
+    assert main(["--retable", "--quick", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "real-quick.md").read_text()
+    assert text.startswith("Measured 2026-12-08 on m;") and "| RL step: synchronous vs TRL" in text
+    assert json.loads((tmp_path / "real-quick.json").read_text())["rows"][0]["ratio"] == 1.05
