@@ -95,9 +95,8 @@ def rows(m: dict) -> list[dict]:
         # On two cores each role of a one-step-off step gets one thread: the step cannot be shorter than
         # its learner's update on one thread, so synchronous / that update is the most it can gain here.
         update = med("rl-off", "learn")
-        out.append(_row("one-step-off step / its learner's update (one thread, generation beside it)", "s",
-                        off, update, off / update, "", n("rl-off")))
-        out.append(_row("one-step-off vs synchronous, bound: synchronous step / that update", "s/step",
+        out.append(_row("one-step-off vs synchronous, bound: sync step / one-step-off's update (1 thread)",
+                        "s/step",
                         update, sync, sync / update, "", n("rl-off", "rl-sync")))
     push = med("rl-sync", "sync")
     out.append(_row("LoRA push / synchronous RL step", "s", push, sync, push / sync, "<= 0.02", n("rl-sync")))

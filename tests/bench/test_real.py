@@ -50,7 +50,7 @@ def test_full_rows_add_one_step_off_and_the_gateway():
     off = table["RL step: one-step-off vs synchronous"]
     assert abs(off["ratio"] - 1.25) < 1e-9 and off["met"] == "yes"
     assert abs(table["RL step: one-step-off vs TRL GRPOTrainer (HF generate)"]["ratio"] - 200 / 64) < 1e-9
-    bound = table["one-step-off vs synchronous, bound: synchronous step / that update"]
+    bound = table["one-step-off vs synchronous, bound: sync step / one-step-off's update (1 thread)"]
     assert bound["ngrpo_ray"] == 60.0 and abs(bound["ratio"] - 80 / 60) < 1e-9 and bound["met"] == ""
     gateway = table["agent episodes through the OpenAI gateway vs in the worker"]
     assert abs(gateway["ratio"] - 10 / 12) < 1e-9 and gateway["met"] == "yes"
