@@ -91,7 +91,7 @@ def test_real_table_ratios_and_fit():
         "learner-ds": _Units([{**learner, "seconds": 4.0}]),  # 1e11 FLOP/s of 2e11
         "learner-shared": _Units([{**learner, "flops": 1e11, "seconds": 2.0}]),
         "rl-sync": _Units([{"seconds": 10.0, "sync": 0.1, "memory/learner": 4.0, "memory/rollout": 3.0}]),
-        "rl-off": _Units([{"seconds": 8.0, "sync": 0.1}]),
+        "rl-off": _Units([{"seconds": 8.0, "sync": 0.1, "learn": 7.5}]),
         "trl": _Units([{"seconds": 25.0}]),
     }
     table = {r["measure"].split(" (")[0]: r for r in rows(m)}
