@@ -163,17 +163,7 @@ def plot(data: dict, path: Path) -> None:
     plt.close(fig)
 
 
-class Recorded:
-    """A side read back from a JSON of units (`--retable`), with a measured side's `units` and `median`."""
-
-    def __init__(self, units: list[dict]) -> None:
-        self.units = units
-
-    def median(self, key: str = "seconds") -> float:
-        return statistics.median(u[key] for u in self.units)
-
-
-def write(out: Path, meta: dict, measured: dict, data: dict) -> None:
+def write(out: Path, meta: dict, measured: dict) -> None:
     """real.md (the table, the gateway's and the scaling table), real.json and the scaling plot."""
     from bench.gateway import DESCRIPTION as GATEWAY_WORK
     from bench.run import gateway_table, markdown
@@ -182,7 +172,8 @@ def write(out: Path, meta: dict, measured: dict, data: dict) -> None:
     table = rows(measured)
     gateway = "gw-harness" in measured
     work = DESCRIPTION + (f"; gateway rows: {GATEWAY_WORK}" if gateway else "")
-    text_scaling = scaling(measured)[0] if data.get("points") else ""
+    text_scaling, data = scaling(measured)
+    text_scaling = text_scaling if data["points"] else ""
     text = "\n".join(p for p in (markdown(table, meta, work), gateway_table(measured) if gateway else "",
                                   text_scaling) if p)
     out.mkdir(parents=True, exist_ok=True)
@@ -198,8 +189,9 @@ def write(out: Path, meta: dict, measured: dict, data: dict) -> None:
 def retable(out: Path, quick: bool) -> int:
     """The tables again from a run's recorded units (after a change to how rows are computed)."""
     recorded = json.loads((out / ("real-quick.json" if quick else "real.json")).read_text())
-    measured = {k: Recorded(u) for k, u in recorded["units"].items()}
-    write(out, recorded["meta"], measured, scaling(measured)[1])
+    from bench.run import Units
+
+    write(out, recorded["meta"], {k: Units(u) for k, u in recorded["units"].items()})
     return 0
 
 
@@ -225,18 +217,16 @@ def main(argv: list[str] | None = None) -> int:
     for group in QUICK_GROUPS if args.quick else GROUPS:
         print(f"bench.real: {', '.join(group)} ...", flush=True)
         measured.update(measure(group, rounds, units={"gw": 2}))
-    data: dict = {}
     if not args.quick:
         sides = scaling_sides()
         for name in sides:  # one point at a time: each holds a learner
             print(f"bench.real: {name} ...", flush=True)
             measured.update(measure((name,), 1, units={}, args=sides))
-        data = scaling(measured)[1]
     import platform
 
     meta = {"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
             "rounds": rounds, "seconds": round(time.time() - t0), "quick": args.quick, "config": CONFIG}
-    write(Path(args.out), meta, measured, data)
+    write(Path(args.out), meta, measured)
     return 0
 
 

@@ -52,13 +52,23 @@ UNITS = {"gen": 3, "rl": 3, "trl": 2, "learner": 3, "agent": 3, "gw": 3}
 AGENT = {"sync": "agent-sync", "one_step_off": "agent-off", "stream": "agent-stream"}
 
 
-class Side:
+class Units:
+    """A side's measured units and their medians (a running side's, or one read back from a JSON)."""
+
+    def __init__(self, units: list[dict] | None = None) -> None:
+        self.units: list[dict] = units or []
+
+    def median(self, key: str = "seconds") -> float:
+        return statistics.median(u[key] for u in self.units)
+
+
+class Side(Units):
     def __init__(self, name: str, args: list[str] | None = None) -> None:
+        super().__init__()
         self.name = name
         self.proc = subprocess.Popen([sys.executable, "-m", "bench.side", *(args or SIDES[name])],
                                      stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True)
-        self.units: list[dict] = []
 
     def _read(self, tag: str) -> dict:
         for line in self.proc.stdout:
@@ -82,8 +92,6 @@ class Side:
         except (OSError, subprocess.TimeoutExpired):
             self.proc.kill()
 
-    def median(self, key: str = "seconds") -> float:
-        return statistics.median(u[key] for u in self.units)
 
 
 def measure(group: tuple[str, ...], rounds: int, units: dict[str, int] | None = None,
